@@ -1,0 +1,240 @@
+"""The config schema (dataclasses in Hydra's ConfigStore) and the cross-field checks run before any data loads.
+
+Each YAML option extends one schema here, so a misspelled key or a wrongly typed value is refused by Hydra
+while the config is composed. What types cannot say (a positive learning rate, a batch that fits in the
+training set) is checked by `check`, which prints one line per mistake and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from hydra.utils import get_object
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from .errors import fail
+
+PACKAGE = __package__ or __name__.rpartition(".")[0]
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+
+# Settings that change where a run writes or how fast it goes, never what it computes. They are left out of a
+# run's identity (its name and config hash), so that moving a run or giving it more workers keeps it the same run.
+NON_IDENTITY_KEYS = (
+    "paths",
+    "logger",
+    "main_tag",
+    "tags",
+    "run_name",
+    "trainer.num_workers",
+    "trainer.progress_bar",
+)
+
+
+# --- Model ---------------------------------------------------------------------------------------------------
+@dataclass
+class MLPConfig:
+    _target_: str = f"{PACKAGE}.models.MLP"
+    in_features: int = MISSING
+    num_classes: int = MISSING
+    hidden_sizes: list[int] = field(default_factory=lambda: [128, 128])
+    dropout: float = 0.1
+
+
+# --- Data ----------------------------------------------------------------------------------------------------
+@dataclass
+class DigitsConfig:
+    _target_: str = f"{PACKAGE}.data.Digits"
+    batch_size: int = 64
+    val_fraction: float = 0.2
+    split_seed: int = 0
+    # Facts about the dataset, known before loading it so that `check` can test the batch size early.
+    num_samples: int = 1797
+    num_features: int = 64
+    num_classes: int = 10
+
+
+# --- Optimizer (built later with the model's parameters) -----------------------------------------------------
+@dataclass
+class AdamWConfig:
+    _target_: str = "torch.optim.AdamW"
+    _partial_: bool = True
+    lr: float = 3e-3
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    weight_decay: float = 1e-4
+
+
+@dataclass
+class SGDConfig:
+    _target_: str = "torch.optim.SGD"
+    _partial_: bool = True
+    lr: float = 0.1
+    momentum: float = 0.9
+    nesterov: bool = True
+    weight_decay: float = 1e-4
+
+
+# --- Learning-rate schedule (built later with the optimizer) -------------------------------------------------
+@dataclass
+class WarmupCosineConfig:
+    _target_: str = f"{PACKAGE}.schedules.warmup_cosine"
+    _partial_: bool = True
+    warmup_steps: int = 50
+    total_steps: int = "${trainer.max_steps}"  # type: ignore[assignment]
+    min_lr_ratio: float = 0.05
+
+
+@dataclass
+class ConstantConfig:
+    _target_: str = f"{PACKAGE}.schedules.constant"
+    _partial_: bool = True
+    warmup_steps: int = 0
+
+
+# --- Infrastructure, logging and paths -----------------------------------------------------------------------
+@dataclass
+class TrainerConfig:
+    max_steps: int = 600
+    eval_every: int = 100
+    log_every: int = 10
+    grad_clip_norm: float | None = 1.0
+    device: str = "cpu"
+    num_threads: int = 1
+    num_workers: int = 0
+    progress_bar: bool = True
+
+
+@dataclass
+class JsonlConfig:
+    _target_: str = f"{PACKAGE}.tracking.JsonlTracker"
+    filename: str = "metrics.jsonl"
+
+
+@dataclass
+class LoggerConfig:
+    jsonl: JsonlConfig | None = field(default_factory=JsonlConfig)
+
+
+@dataclass
+class PathsConfig:
+    runs_dir: str = "${oc.env:RUNS_DIR,runs}"
+    data_dir: str = "${oc.env:DATA_DIR,data}"
+    run_dir: str = "${.runs_dir}/${main_tag}/${run_name}"
+
+
+@dataclass
+class TrainConfig:
+    model: Any = MISSING
+    data: Any = MISSING
+    optim: Any = MISSING
+    sched: Any = MISSING
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    seed: int = 0
+    main_tag: str = "dev"
+    tags: list[str] = field(default_factory=lambda: ["exploratory"])
+    run_name: str = "${auto_run_name:}"
+
+
+def register_schemas() -> None:
+    store = ConfigStore.instance()
+    store.store(name="train_schema", node=TrainConfig)
+    store.store(group="model", name="mlp_schema", node=MLPConfig)
+    store.store(group="data", name="digits_schema", node=DigitsConfig)
+    store.store(group="optim", name="adamw_schema", node=AdamWConfig)
+    store.store(group="optim", name="sgd_schema", node=SGDConfig)
+    store.store(group="sched", name="warmup_cosine_schema", node=WarmupCosineConfig)
+    store.store(group="sched", name="constant_schema", node=ConstantConfig)
+
+
+register_schemas()
+
+
+# --- Cross-field checks --------------------------------------------------------------------------------------
+def problems(cfg: DictConfig) -> list[str]:
+    """Every mistake in a composed config, one line each, saying what to pass instead."""
+    found: list[str] = []
+    trainer, data = cfg.trainer, cfg.data
+    if cfg.optim.lr <= 0:
+        found.append(f"optim.lr={cfg.optim.lr} must be > 0: pass a positive learning rate, e.g. optim.lr=3e-3")
+    if not 0 < data.val_fraction < 1:
+        found.append(f"data.val_fraction={data.val_fraction} must be between 0 and 1, e.g. data.val_fraction=0.2")
+    train_size = data.num_samples - round(data.num_samples * data.val_fraction)
+    if data.batch_size < 1:
+        found.append(f"data.batch_size={data.batch_size} must be >= 1, e.g. data.batch_size=64")
+    elif 0 < data.val_fraction < 1 and data.batch_size > train_size:
+        found.append(
+            f"data.batch_size={data.batch_size} is larger than the training set ({train_size} samples): "
+            f"pass data.batch_size={train_size} or less"
+        )
+    for key in ("max_steps", "eval_every", "log_every", "num_threads"):
+        if trainer[key] < 1:
+            found.append(f"trainer.{key}={trainer[key]} must be >= 1")
+    if trainer.num_workers < 0:
+        found.append(f"trainer.num_workers={trainer.num_workers} must be >= 0")
+    if trainer.grad_clip_norm is not None and trainer.grad_clip_norm <= 0:
+        found.append(f"trainer.grad_clip_norm={trainer.grad_clip_norm} must be > 0, or null to turn clipping off")
+    if cfg.sched.warmup_steps < 0 or cfg.sched.warmup_steps > trainer.max_steps:
+        found.append(
+            f"sched.warmup_steps={cfg.sched.warmup_steps} must lie between 0 and "
+            f"trainer.max_steps={trainer.max_steps}: lower the warmup or raise the step budget"
+        )
+    found += _device_problems(trainer.device)
+    for group in ("model", "data", "optim", "sched"):
+        found += _target_problems(group, cfg[group])
+    return found
+
+
+def check(cfg: DictConfig, run_dir: Path) -> None:
+    """Stop with one line per mistake and exit code 2 (no traceback) unless `cfg` is sound.
+
+    Hydra creates the run folder before the config reaches us; a refused config removes it (and its main_tag
+    folder) again if still empty, so that a typo leaves nothing behind (a folder with a previous run in it is kept).
+    """
+    found = problems(cfg)
+    if found:
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()
+            run_dir.parent.rmdir()  # the main_tag folder, if this was its only run
+        fail(found)
+
+
+def identity(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved settings that decide what a run computes: everything but NON_IDENTITY_KEYS."""
+    raw = OmegaConf.to_container(cfg, resolve=False)  # interpolations stay as text until resolved below
+    assert isinstance(raw, dict)
+    for key in ("hydra", *(k for k in NON_IDENTITY_KEYS if "." not in k)):
+        raw.pop(key, None)  # `run_name` itself, and `paths` which interpolates it, must go before resolving
+    settings = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
+    assert isinstance(settings, dict)
+    for dotted in (k for k in NON_IDENTITY_KEYS if "." in k):
+        parent, _, leaf = dotted.rpartition(".")
+        settings.get(parent, {}).pop(leaf, None)
+    return settings
+
+
+def _device_problems(device: str) -> list[str]:
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", device):
+        return [f"trainer.device={device} is not a device: pass cpu, cuda, cuda:N or mps"]
+    if device.startswith("cuda"):
+        import torch  # only here: a CPU run should not pay for probing CUDA
+
+        if not torch.cuda.is_available():
+            return [f"trainer.device={device} but no CUDA device is visible: pass trainer.device=cpu"]
+    return []
+
+
+def _target_problems(group: str, node: DictConfig) -> list[str]:
+    target = node.get("_target_")
+    try:
+        get_object(target)
+    except Exception:
+        return [
+            f"{group}._target_={target} cannot be imported: fix _target_ in configs/{group}/ or pick another {group}"
+        ]
+    return []

@@ -1,0 +1,92 @@
+"""The config tree composes, every experiment passes the checks, and each kind of mistake is named."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from conftest import PACKAGE, ROOT
+
+config = import_module(f"{PACKAGE}.config")
+errors = import_module(f"{PACKAGE}.errors")
+import_module(f"{PACKAGE}.naming")  # registers the run-name resolver
+
+EXPERIMENTS = sorted(path.stem for path in (ROOT / "configs" / "experiment").glob("*.yaml"))
+
+
+def composed(*overrides: str) -> DictConfig:
+    with initialize_config_dir(config_dir=str(config.CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)  # as during a real run, for ${hydra:...} and the run name
+    return cfg
+
+
+def test_default_config_is_sound() -> None:
+    cfg = composed()
+    assert config.problems(cfg) == []
+    assert cfg.paths.run_dir == f"runs/dev/{cfg.run_name}"
+    assert cfg.model.in_features == cfg.data.num_features
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_is_sound(experiment: str) -> None:
+    assert config.problems(composed(f"experiment={experiment}")) == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["optim.lr=0"], "optim.lr=0.0 must be > 0"),
+        (["optim.lr=-1"], "optim.lr=-1.0 must be > 0"),
+        (["data.batch_size=0"], "data.batch_size=0 must be >= 1"),
+        (["data.batch_size=5000"], "data.batch_size=5000 is larger than the training set (1438 samples)"),
+        (["sched.warmup_steps=700"], "sched.warmup_steps=700 must lie between 0 and trainer.max_steps=600"),
+        (["data.val_fraction=1.5"], "data.val_fraction=1.5 must be between 0 and 1"),
+        (["trainer.max_steps=0", "sched.warmup_steps=0"], "trainer.max_steps=0 must be >= 1"),
+        (["trainer.device=tpu"], "trainer.device=tpu is not a device"),
+        (["model._target_=nowhere.Model"], "model._target_=nowhere.Model cannot be imported"),
+    ],
+)
+def test_each_mistake_is_named_in_one_line(overrides: list[str], expected: str) -> None:
+    found = config.problems(composed(*overrides))
+    assert len(found) == 1, found
+    assert found[0].startswith(expected)
+    assert "\n" not in found[0]
+
+
+def test_identity_ignores_infrastructure_but_not_hyperparameters() -> None:
+    base = config.identity(composed())
+    assert config.identity(composed("trainer.num_workers=3", "main_tag=other", "paths.runs_dir=/elsewhere")) == base
+    assert config.identity(composed("optim.lr=1e-3")) != base
+    assert config.identity(composed("seed=1")) != base
+    assert "paths" not in base and "num_workers" not in base["trainer"]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "optim.lr=fast",
+            "error: Error merging override optim.lr=fast Value 'fast' of type 'str' could not be",
+        ),
+        (
+            "model=nonexistent",
+            "error: In 'train': Could not find 'model/nonexistent' Available options in 'model':",
+        ),
+        ("optim.lrr=1", "error: Could not override 'optim.lrr'. Key 'lrr' not in 'AdamWConfig' (hint)"),
+    ],
+)
+def test_composition_errors_are_condensed_to_one_line(
+    override: str, message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with pytest.raises(SystemExit) as stopped, errors.one_line_config_errors(hint="hint"):
+        composed(override)
+    assert stopped.value.code == errors.USAGE_ERROR
+    reported = capsys.readouterr().err
+    assert reported.startswith(message)
+    assert len(reported.splitlines()) == 1

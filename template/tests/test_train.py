@@ -1,0 +1,67 @@
+"""The training loop, run as users run it: a fresh process per run, checked through the files it leaves."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import PACKAGE, RunTraining
+
+
+@pytest.fixture(scope="module")
+def default_run(run_training: RunTraining, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default experiment, with its full step budget, exactly as `python -m <package>.train` runs it."""
+    runs_dir = tmp_path_factory.mktemp("runs")
+    done = run_training(runs_dir)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (runs_dir / "dev").iterdir()
+    return run_dir
+
+
+def test_default_experiment_learns_the_digits(default_run: Path) -> None:
+    summary = json.loads((default_run / "summary.json").read_text())
+    assert summary["metrics"]["val/acc"] >= 0.90
+    assert summary["step"] == 600
+    assert re.fullmatch(r"[0-9a-f]{64}", summary["params_sha256"])
+
+
+def test_run_folder_holds_the_resolved_config_and_one_line_per_logged_step(default_run: Path) -> None:
+    assert re.fullmatch(r"base__[0-9a-f]{8}", default_run.name)
+    saved = OmegaConf.load(default_run / "config.yaml")
+    assert saved["run_name"] == default_run.name
+    assert saved["optim"]["lr"] == 3e-3
+    lines = [json.loads(line) for line in (default_run / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == list(range(10, 601, 10))
+    assert all("train/loss" in line for line in lines)
+    assert [line["step"] for line in lines if "val/acc" in line] == list(range(100, 601, 100))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("optim.lr=-1", "error: optim.lr=-1.0 must be > 0"),
+        ("optim.lrr=1e-3", "error: Could not override 'optim.lrr'. Key 'lrr' not in 'AdamWConfig'"),
+    ],
+)
+def test_a_bad_override_fails_in_one_line_and_leaves_no_run_folder(
+    run_training: RunTraining, tmp_path: Path, override: str, message: str
+) -> None:
+    done = run_training(tmp_path, override)
+    assert done.returncode == 2
+    assert done.stderr.startswith(message)
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_console_command_shows_help_and_version() -> None:
+    shown = subprocess.run([sys.executable, "-m", PACKAGE, "--help"], capture_output=True, text=True, check=True)
+    assert f"python -m {PACKAGE}.train" in shown.stdout
+    version = subprocess.run([sys.executable, "-m", PACKAGE, "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.strip() == f"{PACKAGE} 0.1.0"
