@@ -1,0 +1,62 @@
+"""Generating projects from this checkout, shared across the test session to keep the suite fast."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PACKAGE = "my_experiments"
+
+
+def copy_template(destination: Path, **answers: Any) -> subprocess.CompletedProcess[str]:
+    """Run `copier copy --trust --defaults` as users do, from this checkout's HEAD, in a fresh process.
+
+    Copier includes uncommitted changes of a local template, so this tests the working tree. A fresh process
+    also hands the test's environment (git config, PATH) to the post-copy tasks.
+    """
+    data = [f"--data={key}={value}" for key, value in answers.items()]
+    command = [sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--quiet", "--vcs-ref=HEAD"]
+    return subprocess.run([*command, *data, str(ROOT), str(destination)], capture_output=True, text=True)
+
+
+def generate(destination: Path, **answers: Any) -> Path:
+    done = copy_template(destination, **answers)
+    assert done.returncode == 0, done.stderr
+    return destination
+
+
+def example_answers(name: str) -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "examples" / f"{name}.yml").read_text())
+
+
+def git(project: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_git_identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Run every test as a fresh machine: no global git config, so the hook's fallback identity is used."""
+    empty = tmp_path_factory.mktemp("gitconfig") / "config"
+    empty.touch()
+    saved = {key: os.environ.get(key) for key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")}
+    os.environ.update(GIT_CONFIG_GLOBAL=str(empty), GIT_CONFIG_NOSYSTEM="1")
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def default_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One project with default answers for the whole session (generation runs `uv lock`)."""
+    return generate(tmp_path_factory.mktemp("default") / "my-exp")

@@ -1,0 +1,61 @@
+"""The post-copy hooks: git init, uv lock, first commit. Idempotent, and clear when something is missing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, generate, git
+
+HOOKS = ("git_init.py", "lock.py", "first_commit.py")
+
+
+def run_hooks(project: Path, *, env: dict[str, str] | None = None) -> None:
+    identity = ["--template=t", "--version=v", "--author-name=A", "--author-email=a@example.org"]
+    for hook in HOOKS:
+        args = identity if hook == "first_commit.py" else []
+        subprocess.run([sys.executable, str(ROOT / "hooks" / hook), *args], cwd=project, check=True, env=env)
+
+
+def test_without_git_identity_the_first_commit_uses_the_author_answers(default_project: Path) -> None:
+    assert git(default_project, "log", "--format=%an <%ae>") == "Experimenter <experimenter@example.com>"
+
+
+def test_a_configured_git_identity_is_respected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "gitconfig"
+    config.write_text("[user]\n\tname = Grace Hopper\n\temail = grace@example.org\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    project = generate(tmp_path / "project")
+    assert git(project, "log", "--format=%an <%ae>") == "Grace Hopper <grace@example.org>"
+
+
+def test_hooks_run_again_change_nothing(default_project: Path, tmp_path: Path) -> None:
+    project = tmp_path / "copy"
+    subprocess.run(["git", "clone", "--quiet", str(default_project), str(project)], check=True)
+    head = git(project, "rev-parse", "HEAD")
+    lock = (project / "uv.lock").read_bytes()
+    run_hooks(project)
+    assert git(project, "rev-parse", "HEAD") == head
+    assert git(project, "status", "--porcelain") == ""
+    assert (project / "uv.lock").read_bytes() == lock
+
+
+def test_missing_uv_stops_the_copy_with_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    without_uv = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "uv").exists())
+    destination = tmp_path / "project"
+    command = [sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--vcs-ref=HEAD"]
+    done = subprocess.run(
+        [*command, str(ROOT), str(destination)], capture_output=True, text=True, env={**os.environ, "PATH": without_uv}
+    )
+    assert done.returncode != 0
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: uv is not installed, so uv.lock cannot be created: install it (`pip install uv` or "
+        "https://docs.astral.sh/uv/getting-started/installation/), then run `uv lock` in the project"
+    ]
+    assert "Traceback" not in done.stderr
+    assert not destination.exists()
