@@ -38,6 +38,8 @@ COMMON_FILES = {
     "tests/test_config.py",
     "tests/test_data.py",
     "tests/test_naming.py",
+    "tests/test_reproducibility.py",
+    "tests/test_tracking.py",
     "tests/test_train.py",
 }
 PACKAGE_MODULES = {

@@ -42,6 +42,16 @@ def test_run_folder_holds_the_resolved_config_and_one_line_per_logged_step(defau
     assert [line["step"] for line in lines if "val/acc" in line] == list(range(100, 601, 100))
 
 
+def test_running_a_finished_config_again_changes_nothing(run_training: RunTraining, default_run: Path) -> None:
+    before = {path.name: path.read_bytes() for path in default_run.iterdir()}
+    done = run_training(default_run.parents[1])
+    assert done.returncode == 0, done.stderr
+    assert "has finished already" in done.stdout
+    after = {path.name: path.read_bytes() for path in default_run.iterdir()}
+    assert after["train.log"].startswith(before.pop("train.log"))  # the log only gains the "nothing to do" line
+    assert {name: content for name, content in after.items() if name != "train.log"} == before
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [

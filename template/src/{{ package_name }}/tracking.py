@@ -27,12 +27,16 @@ class JsonlTracker:
     """One JSON line per logged step in `<run_dir>/<filename>`.
 
     Lines are buffered and written on `flush` (at each evaluation and at exit), because a write per step
-    costs about a tenth of a small model's step.
+    costs about a tenth of a small model's step. A run that starts at `start_step` first drops the lines a
+    previous, interrupted attempt wrote past it, so that each step is logged exactly once.
     """
 
-    def __init__(self, run_dir: Path, filename: str) -> None:
+    def __init__(self, run_dir: Path, filename: str, start_step: int = 0) -> None:
         self.path = Path(run_dir) / filename
         self._pending: list[str] = []
+        if self.path.exists():
+            kept = [line for line in self.path.read_text().splitlines() if json.loads(line)["step"] <= start_step]
+            self.path.write_text("".join(f"{line}\n" for line in kept))
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         self._pending.append(json.dumps({"step": step, **metrics}))
@@ -54,8 +58,9 @@ class Tracking:
         self.trackers = trackers
 
     @classmethod
-    def from_config(cls, logger_cfg: DictConfig, run_dir: Path) -> Tracking:
-        return cls({name: instantiate(node, run_dir=run_dir) for name, node in logger_cfg.items() if node is not None})
+    def from_config(cls, logger_cfg: DictConfig, run_dir: Path, start_step: int = 0) -> Tracking:
+        nodes = {name: node for name, node in logger_cfg.items() if node is not None}
+        return cls({name: instantiate(node, run_dir=run_dir, start_step=start_step) for name, node in nodes.items()})
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         self._each("log", step, metrics)

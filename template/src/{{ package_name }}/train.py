@@ -36,6 +36,9 @@ def main(cfg: DictConfig) -> float:
     OmegaConf.resolve(cfg)
     run_dir = Path(cfg.paths.run_dir)
     check(cfg, run_dir)  # before any data is loaded: one line per mistake, exit code 2
+    if (run_dir / "summary.json").exists():  # one name is one experiment: a finished run is not trained again
+        log.info("%s has finished already (see %s/summary.json): nothing to do", cfg.run_name, run_dir)
+        return json.loads((run_dir / "summary.json").read_text())["metrics"]["val/acc"]
     log.info("config:\n%s", OmegaConf.to_yaml(cfg))
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
 
