@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -13,13 +14,20 @@ def fail(message: str) -> NoReturn:
     raise SystemExit(1)
 
 
-def run(cmd: Sequence[str], *, what: str) -> str:
-    """Run `cmd` in the project folder; on failure, say `what` failed and show the tool's last line."""
-    try:
-        done = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        fail(f"{what}: `{cmd[0]}` is not installed or not on PATH")
-    if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        fail(f"{what} failed: {lines[-1] if lines else f'exit code {done.returncode}'}")
-    return done.stdout
+def run(cmd: Sequence[str], *, what: str, attempts: int = 1) -> str:
+    """Run `cmd` in the project folder; on failure, say `what` failed, with the tool's own error on the same line.
+
+    `attempts` > 1 retries after a pause, for commands that reach a package registry, which can flake.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            done = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+        except FileNotFoundError:
+            fail(f"{what}: `{cmd[0]}` is not installed or not on PATH")
+        if done.returncode == 0:
+            return done.stdout
+        reason = " | ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())
+        if attempt < attempts:
+            print(f"{what} failed (attempt {attempt} of {attempts}), retrying: {reason}", file=sys.stderr)
+            time.sleep(2 * attempt)
+    fail(f"{what} failed: {reason or f'exit code {done.returncode}'}")

@@ -9,4 +9,4 @@ if shutil.which("uv") is None:
         "uv is not installed, so uv.lock cannot be created: install it (`pip install uv` or "
         "https://docs.astral.sh/uv/getting-started/installation/), then run `uv lock` in the project"
     )
-run(["uv", "lock", "--quiet"], what="uv lock")
+run(["uv", "lock", "--quiet"], what="uv lock", attempts=3)
