@@ -1,13 +1,15 @@
-"""The generated project works as a new user finds it: its own nox sessions pass, and `uv run` trains.
+"""The generated project works as a new user finds it: its own nox sessions pass, `uv run` trains, and its
+reproducibility proof passes, and fails (in exactly the right rows) when determinism is broken on purpose.
 
 These install the project's locked environment (torch included: about 2.6 GB into uv's cache the first time,
-hard-linked afterwards), so they are marked slow.
+hard-linked afterwards) and start many training processes, so they are marked slow.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -17,12 +19,33 @@ from conftest import DEFAULT_PACKAGE
 
 pytestmark = pytest.mark.slow
 
+ALL_PROOFS = {"1", "2", "3", "4", "5", "6", "7"}
+
 
 def run(project: Path, *command: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("VIRTUAL_ENV", "UV_PROJECT"))}
-    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=1200, env=env)
+    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=1500, env=env)
     assert done.returncode == expect, f"{' '.join(command)}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     return done
+
+
+def prove(project: Path, *args: str, expect: int) -> dict[str, str]:
+    """Run the project's `nox -s reproducibility -- args`; return each table row's label and result."""
+    done = run(project, "nox", "--non-interactive", "-s", "reproducibility", "--", *args, expect=expect)
+    rows = re.findall(r"^(\d .+?)\s{2,}\S+\s+\S+\s+(identical|DIFFERENT)\b", done.stdout, flags=re.MULTILINE)
+    assert rows, done.stdout
+    return dict(rows)
+
+
+def broken_copy(default_project: Path, tmp_path: Path, module: str, line: str, replacement: str) -> Path:
+    """A clone of the default project with one line of `module` changed."""
+    project = tmp_path / "broken"
+    subprocess.run(["git", "clone", "--quiet", str(default_project), str(project)], check=True)
+    path = project / "src" / DEFAULT_PACKAGE / module
+    source = path.read_text()
+    assert source.count(line) == 1, f"{line!r} is not in {module} exactly once"
+    path.write_text(source.replace(line, replacement))
+    return project
 
 
 def test_generated_tests_and_lint_pass(default_project: Path) -> None:
@@ -30,29 +53,45 @@ def test_generated_tests_and_lint_pass(default_project: Path) -> None:
 
 
 def test_generated_reproducibility_proof_passes(default_project: Path) -> None:
-    done = run(default_project, "nox", "--non-interactive", "-s", "reproducibility")
-    assert "two identical runs" in done.stdout
-    assert "all 1 proof(s) identical" in done.stdout
+    rows = prove(default_project, expect=0)
+    assert {label[0] for label in rows} == ALL_PROOFS
+    assert set(rows.values()) == {"identical"}, rows
 
 
-def test_reproducibility_proof_fails_when_a_run_is_not_repeatable(default_project: Path, tmp_path: Path) -> None:
-    """Seed torch from the OS instead of the config: the proof must see it and fail."""
-    project = tmp_path / "broken"
-    subprocess.run(["git", "clone", "--quiet", str(default_project), str(project)], check=True)
-    determinism = project / "src" / DEFAULT_PACKAGE / "determinism.py"
-    source = determinism.read_text()
-    assert "    torch.manual_seed(seed)" in source
-    determinism.write_text(
-        source.replace("torch.manual_seed(seed)", "torch.manual_seed(int.from_bytes(os.urandom(4)))")
+def test_not_restoring_the_torch_rng_breaks_exactly_the_resume_proofs(default_project: Path, tmp_path: Path) -> None:
+    project = broken_copy(
+        default_project, tmp_path, "determinism.py", 'torch.set_rng_state(state["torch"])', "pass  # broken"
     )
-    done = run(project, "nox", "--non-interactive", "-s", "reproducibility", expect=1)
-    assert "DIFFERENT" in done.stdout
-    assert "all 1 proof(s) identical" not in done.stdout
+    rows = prove(project, expect=1)
+    identical = {label for label, result in rows.items() if result == "identical"}
+    assert {label[0] for label in rows} == ALL_PROOFS
+    assert identical == {"1 two identical runs", "6 torchrun x2: two runs"}, rows
+
+
+def test_not_skipping_the_consumed_batches_breaks_exactly_the_resume_proofs(
+    default_project: Path, tmp_path: Path
+) -> None:
+    start = "self.sampler.epoch, self.sampler.start = self.epoch, self.batch"
+    project = broken_copy(default_project, tmp_path, "data.py", start, start.replace("self.batch", "0"))
+    rows = prove(project, "--only", "1,2,3,7", expect=1)
+    assert {label[0]: result for label, result in rows.items()} == {
+        "1": "identical",
+        "2": "DIFFERENT",
+        "3": "DIFFERENT",
+        "7": "DIFFERENT",
+    }
+
+
+def test_an_unseeded_run_fails_the_first_proof(default_project: Path, tmp_path: Path) -> None:
+    unseeded = "torch.manual_seed(int.from_bytes(os.urandom(4)))"
+    project = broken_copy(default_project, tmp_path, "determinism.py", "torch.manual_seed(seed)", unseeded)
+    assert prove(project, "--only", "1", expect=1) == {"1 two identical runs": "DIFFERENT"}
 
 
 def test_new_user_trains_with_uv_run(default_project: Path) -> None:
     run(default_project, "uv", "run", "--frozen", "python", "-m", f"{DEFAULT_PACKAGE}.train")
     (run_dir,) = (default_project / "runs" / "dev").iterdir()
-    assert {path.name for path in run_dir.iterdir()} >= {"config.yaml", "metrics.jsonl", "summary.json"}
+    assert {path.name for path in run_dir.iterdir()} >= {"config.yaml", "metrics.jsonl", "summary.json", "checkpoints"}
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "finished"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["metrics"]["val/acc"] >= 0.90

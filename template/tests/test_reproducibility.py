@@ -2,32 +2,45 @@
 
 from __future__ import annotations
 
+import random
 from importlib import import_module
 
 from conftest import PACKAGE
 
 reproducibility = import_module(f"{PACKAGE}.reproducibility")
-RunResult = reproducibility.RunResult
+RunResult = import_module(f"{PACKAGE}.proofs").RunResult
 
 
-def run(params: str, **losses: float) -> object:
-    return RunResult(params, {int(step[1:]): {"train/loss": loss} for step, loss in losses.items()})
+def run(params: str, *losses: float, problems: list[str] | None = None) -> object:
+    rows = [{"step": 10 * (i + 1), "train/loss": loss} for i, loss in enumerate(losses)]
+    return RunResult(params, rows, problems or [])
 
 
 def test_identical_runs_pass() -> None:
-    verdict = reproducibility.compare("p", run("a" * 64, s10=0.5, s20=0.25), run("a" * 64, s10=0.5, s20=0.25))
-    assert verdict.identical
+    assert reproducibility.compare("p", run("a" * 64, 0.5, 0.25), run("a" * 64, 0.5, 0.25)).identical
 
 
 def test_a_one_ulp_loss_difference_fails_at_its_step() -> None:
-    verdict = reproducibility.compare(
-        "p", run("a" * 64, s10=0.5, s20=0.25), run("a" * 64, s10=0.5, s20=0.25000000000000006)
-    )
+    one_ulp_more = 0.25000000000000006
+    verdict = reproducibility.compare("p", run("a" * 64, 0.5, 0.25), run("a" * 64, 0.5, one_ulp_more))
     assert not verdict.identical
     assert verdict.first_difference == "step 20 train/loss: 0.25 vs 0.25000000000000006"
 
 
-def test_a_different_hash_or_a_missing_step_fails() -> None:
-    assert not reproducibility.compare("p", run("a" * 64, s10=0.5), run("b" * 64, s10=0.5)).identical
-    missing = reproducibility.compare("p", run("a" * 64, s10=0.5, s20=0.25), run("a" * 64, s10=0.5))
-    assert missing.first_difference == "step 20 train/loss: 0.25 vs None"
+def test_a_different_hash_a_missing_or_repeated_line_or_a_noticed_problem_fails() -> None:
+    reference = run("a" * 64, 0.5, 0.25)
+    assert not reproducibility.compare("p", reference, run("b" * 64, 0.5, 0.25)).identical
+    assert reproducibility.compare("p", reference, run("a" * 64, 0.5)).first_difference == "step 20 step: 20 vs None"
+    repeated = run("a" * 64, 0.5, 0.25)
+    repeated.rows.insert(1, dict(repeated.rows[0]))
+    assert not reproducibility.compare("p", reference, repeated).identical
+    noticed = reproducibility.compare("p", reference, run("a" * 64, 0.5, 0.25, problems=["temporary files left"]))
+    assert noticed.first_difference == "temporary files left"
+
+
+def test_interruption_points_fall_mid_epoch() -> None:
+    schedule = import_module(f"{PACKAGE}.proofs").Schedule(max_steps=600, ckpt_every=100, batches_per_epoch=22)
+    for seed in range(20):
+        step = schedule.mid_epoch_step(random.Random(seed))
+        assert 150 <= step < 450 and step % 22 and step % 100
+    assert schedule.checkpoint_steps() == [100, 200, 300, 400, 500, 600]

@@ -43,13 +43,27 @@ def test_run_folder_holds_the_resolved_config_and_one_line_per_logged_step(defau
 
 
 def test_running_a_finished_config_again_changes_nothing(run_training: RunTraining, default_run: Path) -> None:
-    before = {path.name: path.read_bytes() for path in default_run.iterdir()}
+    before = {path.name: path.read_bytes() for path in default_run.rglob("*") if path.is_file()}
     done = run_training(default_run.parents[1])
     assert done.returncode == 0, done.stderr
     assert "has finished already" in done.stdout
-    after = {path.name: path.read_bytes() for path in default_run.iterdir()}
+    after = {path.name: path.read_bytes() for path in default_run.rglob("*") if path.is_file()}
     assert after["train.log"].startswith(before.pop("train.log"))  # the log only gains the "nothing to do" line
     assert {name: content for name, content in after.items() if name != "train.log"} == before
+
+
+def test_a_stopped_run_refuses_to_resume_under_another_config(run_training: RunTraining, tmp_path: Path) -> None:
+    fixed = ["run_name=fixed", "trainer.max_steps=60", "sched.warmup_steps=5"]
+    stopped = run_training(tmp_path, *fixed, "trainer.stop_at_step=30")
+    assert stopped.returncode == 75, stopped.stderr
+    run_dir = tmp_path / "dev" / "fixed"
+    assert json.loads((run_dir / "status.json").read_text()) == {"state": "paused", "step": 30}
+    checkpoints_before = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    changed = run_training(tmp_path, *fixed, "optim.lr=1e-3")
+    assert changed.returncode == 2
+    assert changed.stderr.startswith("error: the checkpoint at step 30 was made with config ")
+    assert len(changed.stderr.strip().splitlines()) == 1, changed.stderr
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == checkpoints_before
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ training set) is checked by `check`, which prints one line per mistake and exits
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +23,9 @@ from .errors import fail
 PACKAGE = __package__ or __name__.rpartition(".")[0]
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 
-# Settings that change where a run writes or how fast it goes, never what it computes. They are left out of a
-# run's identity (its name and config hash), so that moving a run or giving it more workers keeps it the same run.
+# Settings that change where a run writes, what it logs or how it is scheduled, never what it computes. They are
+# left out of a run's identity (its name and config hash), so that moving a run, giving it more workers or
+# resuming it in slices keeps it the same run.
 NON_IDENTITY_KEYS = (
     "paths",
     "logger",
@@ -32,6 +34,12 @@ NON_IDENTITY_KEYS = (
     "run_name",
     "trainer.num_workers",
     "trainer.progress_bar",
+    "trainer.log_every",
+    "trainer.eval_every",
+    "trainer.ckpt_every",
+    "trainer.keep_last",
+    "trainer.stop_at_step",
+    "trainer.allow_config_change",
 )
 
 
@@ -52,6 +60,7 @@ class DigitsConfig:
     batch_size: int = 64
     val_fraction: float = 0.2
     split_seed: int = 0
+    noise_std: float = 0.05
     # Facts about the dataset, known before loading it so that `check` can test the batch size early.
     num_samples: int = 1797
     num_features: int = 64
@@ -106,6 +115,10 @@ class TrainerConfig:
     num_threads: int = 1
     num_workers: int = 0
     progress_bar: bool = True
+    ckpt_every: int = 100
+    keep_last: int = 3
+    stop_at_step: int | None = None
+    allow_config_change: bool = False
 
 
 @dataclass
@@ -172,11 +185,22 @@ def problems(cfg: DictConfig) -> list[str]:
             f"data.batch_size={data.batch_size} is larger than the training set ({train_size} samples): "
             f"pass data.batch_size={train_size} or less"
         )
-    for key in ("max_steps", "eval_every", "log_every", "num_threads"):
+    for key in ("max_steps", "eval_every", "log_every", "num_threads", "ckpt_every", "keep_last"):
         if trainer[key] < 1:
             found.append(f"trainer.{key}={trainer[key]} must be >= 1")
     if trainer.num_workers < 0:
         found.append(f"trainer.num_workers={trainer.num_workers} must be >= 0")
+    if trainer.stop_at_step is not None and not 0 < trainer.stop_at_step < trainer.max_steps:
+        found.append(
+            f"trainer.stop_at_step={trainer.stop_at_step} must lie between 1 and trainer.max_steps - 1, or be null"
+        )
+    if data.noise_std < 0:
+        found.append(f"data.noise_std={data.noise_std} must be >= 0 (0 turns the noise off)")
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    if data.batch_size % world_size:
+        found.append(
+            f"data.batch_size={data.batch_size} must be a multiple of the {world_size} processes that share it"
+        )
     if trainer.grad_clip_norm is not None and trainer.grad_clip_norm <= 0:
         found.append(f"trainer.grad_clip_norm={trainer.grad_clip_norm} must be > 0, or null to turn clipping off")
     if cfg.sched.warmup_steps < 0 or cfg.sched.warmup_steps > trainer.max_steps:

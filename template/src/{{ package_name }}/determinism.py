@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,3 +29,36 @@ def make_deterministic(num_threads: int, device: str) -> torch.device:
     torch.set_num_threads(num_threads)
     torch.use_deterministic_algorithms(True)
     return torch.device(device)
+
+
+def capture_rng_state(device: torch.device) -> dict[str, Any]:
+    """Every random generator a step can draw from, in a form `torch.load(weights_only=True)` accepts.
+
+    NumPy's and Python's states are tuples holding arrays and big ints: they become int64 tensors and plain
+    numbers, because `weights_only` refuses NumPy objects.
+    """
+    numpy_kind, numpy_keys, numpy_pos, numpy_has_gauss, numpy_gauss = np.random.get_state()
+    python_version, python_internal, python_gauss = random.getstate()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,  # this process's GPU only
+        "numpy": {
+            "kind": numpy_kind,
+            "keys": torch.from_numpy(numpy_keys.astype(np.int64)),
+            "pos": int(numpy_pos),
+            "has_gauss": int(numpy_has_gauss),
+            "gauss": float(numpy_gauss),
+        },
+        "python": {"version": python_version, "internal": torch.tensor(python_internal), "gauss": python_gauss},
+    }
+
+
+def restore_rng_state(state: dict[str, Any], device: torch.device) -> None:
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] is not None:
+        torch.cuda.set_rng_state(state["cuda"], device)
+    numpy = state["numpy"]
+    keys = numpy["keys"].numpy().astype(np.uint32)
+    np.random.set_state((numpy["kind"], keys, numpy["pos"], numpy["has_gauss"], numpy["gauss"]))
+    python = state["python"]
+    random.setstate((python["version"], tuple(python["internal"].tolist()), python["gauss"]))

@@ -1,30 +1,48 @@
-"""The reproducibility proof: the same config, run twice in fresh processes, must give the same bits.
+"""The reproducibility proof: a run gives the same bits however it is run, stopped, killed or resumed.
 
-    python -m <package>.reproducibility [--device cpu] [overrides...]     (what `nox -s reproducibility` runs)
+    python -m <package>.reproducibility [--device cuda] [--seed N] [--only 1,2] [overrides...]
+    nox -s reproducibility [-- the same arguments]
 
-Both runs must end with the same `params_sha256` and log the same losses and metrics, to the last bit, at
-every logged step.
-A table shows the result; the exit code is 1 on any difference.
+Against an uninterrupted reference run of the same config, every proof must end with the same
+`params_sha256` and the same metrics.jsonl, line for line and bit for bit:
+  1. a second identical run;
+  2. stopped mid-epoch at step k, then resumed in a new process;
+  3. the same, resumed with 2 DataLoader workers and another checkpoint interval;
+  4. kill -9 at a random step, then while a checkpoint is being written, then at another step, then a relaunch;
+  5. SIGTERM at a random step: exit code 75 ("requeue me"), then a relaunch;
+  6. torchrun with 2 processes: two runs, and a mid-epoch resume, against their own reference;
+  7. the latest checkpoint truncated: it is reported, the one before it is used.
+One table row per proof; the exit code is 1 on any difference. Each proof needs several fresh processes, and
+each process pays torch's start-up (about 13 s on 2 slow cores): `--only` runs a subset.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
+import random
 import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from hydra import compose, initialize_config_dir
+
+from . import proofs
+from .config import CONFIG_DIR
+from .proofs import Candidates, Runner, RunResult, Schedule
+
 PACKAGE = __package__ or __name__.rpartition(".")[0]
-
-
-@dataclass
-class RunResult:
-    params_sha256: str
-    metrics: dict[int, dict[str, float]]  # step -> every value logged at that step
+CHAINS = {
+    "1": proofs.twice,
+    "2": proofs.stop_and_resume,
+    "3": proofs.stop_and_resume,
+    "4": proofs.kill_nine,
+    "5": proofs.sigterm,
+    "6": proofs.torchrun,
+    "7": proofs.stop_and_resume,
+}
 
 
 @dataclass
@@ -39,77 +57,101 @@ class Verdict:
         return self.reference == self.candidate and not self.first_difference
 
 
-def train(run_roots: list[Path], overrides: list[str]) -> list[RunResult]:
-    """Train once per folder, each in a fresh process, side by side; return what each run left behind.
-
-    Each run uses `trainer.num_threads` threads (1 by default), so running them together changes no bits.
-    """
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                f"{PACKAGE}.train",
-                f"paths.runs_dir={root}",
-                "main_tag=proof",
-                *overrides,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for root in run_roots
-    ]
-    results = []
-    for root, process in zip(run_roots, processes, strict=True):
-        _, stderr = process.communicate()
-        if process.returncode != 0:
-            raise SystemExit(f"error: training failed (exit {process.returncode}):\n{stderr[-2000:]}")
-        (run_dir,) = (root / "proof").iterdir()
-        summary = json.loads((run_dir / "summary.json").read_text())
-        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-        results.append(RunResult(summary["params_sha256"], {row.pop("step"): row for row in rows}))
-    return results
-
-
 def compare(proof: str, reference: RunResult, candidate: RunResult) -> Verdict:
-    difference = ""
-    for step in sorted(reference.metrics.keys() | candidate.metrics.keys()):
-        expected, got = reference.metrics.get(step, {}), candidate.metrics.get(step, {})
+    """Find the first logged line that differs; any problem the proof noticed counts as a difference too."""
+    difference = "; ".join(candidate.problems)
+    for index in range(max(len(reference.rows), len(candidate.rows))):
+        expected = reference.rows[index] if index < len(reference.rows) else {}
+        got = candidate.rows[index] if index < len(candidate.rows) else {}
         if expected != got:
             key = next(k for k in sorted(expected.keys() | got.keys()) if expected.get(k) != got.get(k))
-            difference = f"step {step} {key}: {expected.get(key)!r} vs {got.get(key)!r}"
+            step = expected.get("step", got.get("step"))
+            difference = difference or f"step {step} {key}: {expected.get(key)!r} vs {got.get(key)!r}"
             break
     return Verdict(proof, reference.params_sha256, candidate.params_sha256, difference)
 
 
+def schedule_of(overrides: list[str]) -> Schedule:
+    """Read the step counts of the config under test, without starting torch."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=[*overrides, "run_name=probe"])
+    data = cfg.data
+    train_size = data.num_samples - round(data.num_samples * data.val_fraction)
+    return Schedule(cfg.trainer.max_steps, cfg.trainer.ckpt_every, train_size // data.batch_size)
+
+
+def prove(runner: Runner, schedule: Schedule, rng_seed: int, chains: list[Callable[..., Candidates]]) -> list[Verdict]:
+    """Run every proof chain side by side (each chain's processes one after the other), then compare."""
+
+    def run_chain(chain: Callable[..., Candidates]) -> Candidates | str:
+        started = time.monotonic()
+        try:
+            found = chain(runner, schedule, random.Random(f"{rng_seed}-{chain.__name__}"))
+        except Exception as error:  # a run that crashed or exited unexpectedly fails its proofs; it is not a bug here
+            runner.log(f"{chain.__name__}: {type(error).__name__}: {error}")
+            return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        runner.log(f"{chain.__name__} done in {time.monotonic() - started:.0f} s")
+        return found
+
+    with ThreadPoolExecutor(max_workers=len(chains)) as pool:
+        outcomes = dict(zip(chains, pool.map(run_chain, chains), strict=True))
+    references = {
+        ref: result for found in outcomes.values() if isinstance(found, list) for name, ref, result in found if not name
+    }
+    verdicts = []
+    for chain, found in outcomes.items():
+        if isinstance(found, str):
+            verdicts.append(Verdict(chain.__name__, "-", "-", f"ERROR: {found}"))
+            continue
+        for name, ref, result in found:
+            if name:
+                missing = RunResult("-", [], ["its reference run failed"])
+                verdicts.append(compare(name, references.get(ref, missing), result))
+    return sorted(verdicts, key=lambda verdict: verdict.proof)
+
+
 def print_table(verdicts: list[Verdict]) -> None:
-    header = f"{'proof':<24} {'reference':<18} {'candidate':<18} {'result':<10} first difference"
-    print(f"\n{header}")
-    print("-" * len(header))
+    header = f"{'proof':<40} {'reference':<16} {'candidate':<16} {'result':<10} first difference"
+    print(f"\n{header}\n{'-' * len(header)}")
     for v in verdicts:
         result = "identical" if v.identical else "DIFFERENT"
-        print(f"{v.proof:<24} {v.reference[:16]:<18} {v.candidate[:16]:<18} {result:<10} {v.first_difference or '-'}")
+        print(f"{v.proof:<40} {v.reference[:16]:<16} {v.candidate[:16]:<16} {result:<10} {v.first_difference or '-'}")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=f"python -m {PACKAGE}.reproducibility", description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu", help="device to train on (default: cpu)")
+    parser.add_argument("--seed", type=int, default=None, help="replay the random interruption points of a past run")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated proof numbers (default: all)")
     parser.add_argument("overrides", nargs="*", help="config overrides for every run, e.g. trainer.max_steps=200")
     args = parser.parse_args(argv)
     overrides = [f"trainer.device={args.device}", "trainer.progress_bar=false", *args.overrides]
+    rng_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
+    only = set(args.only.split(","))
+    if not only <= set(CHAINS):
+        parser.error(f"--only takes proof numbers from 1 to 7, not {args.only}")
+    if "6" in only and args.device != "cpu" and _gpus() < 2:
+        print("6 torchrun x2: skipped, it needs 2 GPUs")
+        only.discard("6")
+    chains = [proofs.reference, *dict.fromkeys(CHAINS[number] for number in sorted(only))]
 
+    print(f"proving with: {' '.join(overrides)}\ninterruption points from --seed {rng_seed}", flush=True)
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="reproducibility-") as scratch:
-        print(f"training twice with: {' '.join(overrides)}", flush=True)
-        first, second = train([Path(scratch, "first"), Path(scratch, "second")], overrides)
-    verdicts = [compare("two identical runs", first, second)]
+        runner = Runner(Path(scratch), overrides, log=lambda line: print(f"  {line}", flush=True))
+        found = prove(runner, schedule_of(overrides), rng_seed, chains)
+    verdicts = [v for v in found if v.proof[0] in only or not v.proof[0].isdigit()]  # errors have no number
     print_table(verdicts)
-    print(f"\nreference params_sha256: {first.params_sha256}\nsecond    params_sha256: {second.params_sha256}")
-    if not all(v.identical for v in verdicts):
+    different = [v for v in verdicts if not v.identical]
+    print(f"\n{len(verdicts) - len(different)} of {len(verdicts)} identical in {time.monotonic() - started:.0f} s")
+    if different:
         raise SystemExit(1)
-    print(f"\nall {len(verdicts)} proof(s) identical")
+
+
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count()
 
 
 if __name__ == "__main__":

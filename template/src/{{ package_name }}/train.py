@@ -3,9 +3,11 @@
     python -m <package>.train                         # the default experiment
     python -m <package>.train optim.lr=1e-3 seed=1    # any override
     python -m <package>.train experiment=wide_mlp     # an experiment file from configs/experiment/
+    torchrun --nproc-per-node 2 -m <package>.train    # the same loop, data-parallel
 
-It composes and checks the config, builds every component with `hydra.utils.instantiate`, trains for
-`trainer.max_steps`, and leaves in the run folder `config.yaml`, `metrics.jsonl` and `summary.json`.
+Started again on the same config, a run resumes from its latest valid checkpoint. SIGTERM, SIGUSR1 or SIGUSR2
+make it save at the next step and exit with code 75 ("requeue me"). It leaves in the run folder
+`config.yaml`, `metrics.jsonl`, `checkpoints/`, `status.json` and, once finished, `summary.json`.
 """
 
 from __future__ import annotations
@@ -19,13 +21,21 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from . import naming  # noqa: F401  (registers the `auto_run_name` resolver used by configs/train.yaml)
-from .config import CONFIG_DIR, check
-from .determinism import make_deterministic, seed_everything
-from .errors import one_line_config_errors
-from .hashing import params_sha256
+from . import (
+    distributed,
+    faults,
+    naming,  # noqa: F401  (registers the `auto_run_name` resolver that configs/train.yaml uses)
+    preemption,
+)
+from .checkpoint import CheckpointDir, CheckpointUnreadable, restore, resume_problems, snapshot
+from .config import CONFIG_DIR, check, identity
+from .determinism import capture_rng_state, make_deterministic, seed_everything
+from .errors import fail, one_line_config_errors
+from .files import write_json, write_text
+from .hashing import config_sha256, params_sha256
 from .tracking import Tracking
 
 log = logging.getLogger(__name__)
@@ -34,65 +44,111 @@ log = logging.getLogger(__name__)
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float:
     OmegaConf.resolve(cfg)
-    run_dir = Path(cfg.paths.run_dir)
+    run_dir, trainer = Path(cfg.paths.run_dir), cfg.trainer
     check(cfg, run_dir)  # before any data is loaded: one line per mistake, exit code 2
     if (run_dir / "summary.json").exists():  # one name is one experiment: a finished run is not trained again
         log.info("%s has finished already (see %s/summary.json): nothing to do", cfg.run_name, run_dir)
         return json.loads((run_dir / "summary.json").read_text())["metrics"]["val/acc"]
-    log.info("config:\n%s", OmegaConf.to_yaml(cfg))
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
 
-    device = make_deterministic(cfg.trainer.num_threads, cfg.trainer.device)
-    seed_everything(cfg.seed)
-    data = instantiate(cfg.data, root=cfg.paths.data_dir)
-    model = instantiate(cfg.model).to(device)
-    optimizer = instantiate(cfg.optim)(model.parameters())
-    scheduler = instantiate(cfg.sched)(optimizer)
-    tracking = Tracking.from_config(cfg.logger, run_dir)
-    stream = data.train_stream(seed=cfg.seed, num_workers=cfg.trainer.num_workers)
+    context = distributed.context_from_env()
+    device = make_deterministic(trainer.num_threads, distributed.device_for(context, trainer.device))
+    distributed.start(context, device)
+    if not context.is_main:
+        logging.getLogger().setLevel(logging.WARNING)  # one log per run, from rank 0
+    log.info("config:\n%s", OmegaConf.to_yaml(cfg))
+    if context.is_main:
+        write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
+
+    seed_everything(cfg.seed + context.rank)  # own dropout masks per process; DDP copies rank 0's initial weights
+    # `_convert_="all"` hands components plain lists and dicts, which checkpoints (weights_only) can hold.
+    data = instantiate(cfg.data, root=cfg.paths.data_dir, _convert_="all")
+    model = instantiate(cfg.model, _convert_="all").to(device)
+    optimizer = instantiate(cfg.optim, _convert_="all")(model.parameters())
+    scheduler = instantiate(cfg.sched, _convert_="all")(optimizer)
+    stream = data.train_stream(cfg.seed, trainer.num_workers, context.rank, context.world_size)
+
+    # Resume from the latest valid checkpoint, if this run has one.
+    checkpoints = CheckpointDir(run_dir / "checkpoints", trainer.keep_last)
+    config_hash, step = config_sha256(identity(cfg)), 0
+    if context.is_main:
+        checkpoints.clean()
+    if (name := distributed.from_main(context, checkpoints.find_latest() if context.is_main else None)) is not None:
+        try:
+            state = checkpoints.load(name)
+        except CheckpointUnreadable as error:
+            fail([f"{error}: resume with the code and lock that wrote it (see its run's config and provenance)"])
+        if problems := resume_problems(state, config_hash, trainer.allow_config_change, context.world_size):
+            fail(problems)
+        step = restore(state, model, optimizer, scheduler, stream, context.rank, device)
+        log.info("resumed from the checkpoint at step %d", step)
+    tracking = Tracking.from_config(cfg.logger, run_dir, start_step=step) if context.is_main else Tracking({})
+    set_status(context, run_dir, "running", step)
+    ddp_model = DistributedDataParallel(model) if context.enabled else model
+
+    def save() -> None:
+        tracking.flush()  # the lines up to a checkpoint reach the disk before the checkpoint does
+        rng = distributed.gather(context, capture_rng_state(device))
+        if context.is_main:
+            checkpoints.save(snapshot(model, optimizer, scheduler, stream, rng, config_hash), step)
+        distributed.barrier(context)
 
     # Settings read once: the step below does no config lookups.
-    max_steps, log_every, eval_every = cfg.trainer.max_steps, cfg.trainer.log_every, cfg.trainer.eval_every
-    clip = cfg.trainer.grad_clip_norm
-    progress = tqdm(total=max_steps, disable=None if cfg.trainer.progress_bar else True, mininterval=1.0)
+    max_steps, log_every, eval_every = trainer.max_steps, trainer.log_every, trainer.eval_every
+    ckpt_every, stop_at, clip = trainer.ckpt_every, trainer.stop_at_step, trainer.grad_clip_norm
+    progress = tqdm(total=max_steps, initial=step, disable=None if trainer.progress_bar and context.is_main else True)
     evaluation: dict[str, float] = {}
-    for step in range(1, max_steps + 1):
+    while step < max_steps:
+        step += 1
         inputs, labels = (tensor.to(device, non_blocking=True) for tensor in next(stream))
-        loss = train_step(model, optimizer, inputs, labels, clip)
+        loss = train_step(ddp_model, optimizer, inputs, labels, clip)
         scheduler.step()
         progress.update()
 
         metrics: dict[str, float] = {}
         if step % log_every == 0 or step == max_steps:
-            metrics |= {"train/loss": loss.item(), "lr": scheduler.get_last_lr()[0]}
+            metrics |= {"train/loss": distributed.mean(context, loss).item(), "lr": scheduler.get_last_lr()[0]}
         if step % eval_every == 0 or step == max_steps:
             evaluation = evaluate(model, data.val_batches(), device)
             metrics |= evaluation
             log.info("step %d/%d  %s", step, max_steps, "  ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
         if metrics:
             tracking.log(step, metrics)
-        if step % eval_every == 0:
-            tracking.flush()
+
+        faults.pause_if_requested("step", step)
+        if distributed.any_rank(context, preemption.stop_requested(), device) or step == stop_at:
+            save()
+            why = preemption.received_signal() or f"trainer.stop_at_step={stop_at}"
+            code = preemption.REQUEUE_EXIT_CODE
+            log.info(
+                "stopped at step %d by %s: checkpoint saved, exiting with code %d (start me again)", step, why, code
+            )
+            set_status(context, run_dir, "preempted" if preemption.stop_requested() else "paused", step)
+            tracking.close()
+            distributed.stop(context)
+            raise SystemExit(code)
+        if step % ckpt_every == 0 or step == max_steps:
+            save()
     progress.close()
     tracking.close()
 
-    summary = {"params_sha256": params_sha256(model), "step": max_steps, "metrics": evaluation}
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    log.info(
-        "finished %s: val/acc=%.4f params_sha256=%s",
-        cfg.run_name,
-        evaluation["val/acc"],
-        summary["params_sha256"],
-    )
+    evaluation = evaluation or evaluate(model, data.val_batches(), device)  # when resumed at the very end
+    if context.is_main:
+        summary = {"params_sha256": params_sha256(model), "step": step, "metrics": evaluation}
+        write_json(run_dir / "summary.json", summary)
+        log.info("finished %s: val/acc=%.4f", cfg.run_name, evaluation["val/acc"])
+        log.info("params_sha256=%s", summary["params_sha256"])
+    set_status(context, run_dir, "finished", step)
+    distributed.stop(context)
     return evaluation["val/acc"]
 
 
+def set_status(context: distributed.Context, run_dir: Path, state: str, step: int) -> None:
+    if context.is_main:
+        write_json(run_dir / "status.json", {"state": state, "step": step})
+
+
 def train_step(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    inputs: torch.Tensor,
-    labels: torch.Tensor,
-    clip: float | None,
+    model: nn.Module, optimizer: torch.optim.Optimizer, inputs: torch.Tensor, labels: torch.Tensor, clip: float | None
 ) -> torch.Tensor:
     """One optimisation step; returns the loss as a tensor, so that reading it never forces a device sync."""
     model.train()
@@ -119,5 +175,6 @@ def evaluate(model: nn.Module, batches: torch.utils.data.DataLoader, device: tor
 
 
 if __name__ == "__main__":
+    preemption.install_handlers()  # first thing: a signal from here on leads to a checkpoint, not a lost step
     with one_line_config_errors(hint=f"list every setting with: python -m {__package__}.train --cfg job"):
         main()

@@ -1,0 +1,180 @@
+"""Checkpoints that survive kill -9: atomic files, a checksum manifest, a `latest` pointer, and fallback.
+
+Layout of `<run folder>/checkpoints/`:
+
+    step_000300.pt     a dict loadable with torch.load(weights_only=True); the model is under "model"
+    manifest.json      {"step_000300.pt": "<sha256>", ...}: a file missing from it was never completed
+    latest             the name of the newest complete checkpoint, written last
+
+A save writes the checkpoint, then the manifest, then `latest`, each atomically, so a crash at any moment
+leaves the previous checkpoint usable. On load, a checkpoint whose checksum fails is reported and skipped,
+and the one before it is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler
+
+from . import faults
+from .data import TrainStream
+from .determinism import restore_rng_state
+from .files import remove_stale_temporaries, write_atomic, write_json, write_text
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+NAME = re.compile(r"step_(\d+)\.pt")
+
+
+class CheckpointUnreadable(Exception):
+    """A checkpoint passed its checksum but does not load."""
+
+
+class CheckpointDir:
+    def __init__(self, folder: Path, keep_last: int) -> None:
+        self.folder, self.keep_last = folder, keep_last
+
+    def clean(self) -> None:
+        """Remove what killed saves left: temporary files, and checkpoints that never reached the manifest."""
+        manifest = self._manifest()
+        orphans = [path for path in self.folder.glob("step_*.pt") if path.name not in manifest]
+        for path in [*remove_stale_temporaries(self.folder), *orphans]:
+            path.unlink(missing_ok=True)
+            log.warning("removed %s, left by an interrupted save", path.name)
+
+    def save(self, state: dict[str, Any], step: int) -> Path:
+        name = f"step_{step:06d}.pt"
+        path = self.folder / name
+
+        def write(out: Any) -> None:
+            torch.save({"format": FORMAT, "step": step, **state}, out)
+            faults.pause_if_requested("save", step)  # the proof kills the process here, mid-save
+
+        write_atomic(path, write)
+        manifest = {**self._manifest(), name: _sha256(path)}
+        write_json(self.folder / "manifest.json", manifest)
+        write_text(self.folder / "latest", name)
+        # Only now that `latest` names the new file may others go: the oldest, and any left from steps after
+        # this one by an attempt that was later rolled back to an earlier checkpoint.
+        kept = sorted((n for n in manifest if _step(n) <= step), key=_step)[-self.keep_last :]
+        write_json(self.folder / "manifest.json", {key: manifest[key] for key in kept})
+        for old in set(manifest) - set(kept):
+            (self.folder / old).unlink(missing_ok=True)
+        return path
+
+    def find_latest(self) -> str | None:
+        """The name of the newest checkpoint that passes its checksum; a damaged one is reported and skipped."""
+        manifest = self._manifest()
+        for name in self._candidates(manifest):
+            if (problem := _problem(self.folder / name, manifest.get(name))) is None:
+                return name
+            log.warning("checkpoint %s %s: falling back to the one before it", self.folder / name, problem)
+        return None
+
+    def load(self, name: str) -> dict[str, Any]:
+        """Load a checkpoint that passed its checksum. If it still does not load, the code or torch changed
+        since it was written: that is an error to fix, not a damaged file to skip."""
+        try:
+            return torch.load(self.folder / name, map_location="cpu", weights_only=True)
+        except Exception as error:
+            raise CheckpointUnreadable(f"{self.folder / name} is intact but does not load: {error}") from error
+
+    def load_latest(self) -> dict[str, Any] | None:
+        name = self.find_latest()
+        return None if name is None else self.load(name)
+
+    def _candidates(self, manifest: dict[str, str]) -> list[str]:
+        """`latest` first, then older complete checkpoints, newest first."""
+        latest_file = self.folder / "latest"
+        latest = latest_file.read_text().strip() if latest_file.exists() else None
+        names = sorted((n for n in manifest if latest is None or _step(n) <= _step(latest)), key=_step, reverse=True)
+        if latest is not None and latest not in names:
+            names.insert(0, latest)
+        return names
+
+    def _manifest(self) -> dict[str, str]:
+        path = self.folder / "manifest.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+
+def snapshot(
+    model: nn.Module,
+    optimizer: Optimizer,
+    scheduler: LRScheduler,
+    stream: TrainStream,
+    rng: list[Any],
+    config_hash: str,
+) -> dict[str, Any]:
+    """Everything a step depends on. `rng` holds one RNG state per process, in rank order."""
+    return {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "data": stream.position,
+        "rng": rng,
+        "config_sha256": config_hash,
+    }
+
+
+def resume_problems(state: dict[str, Any], config_hash: str, allow_config_change: bool, world_size: int) -> list[str]:
+    """Why this run may not continue from `state`, one line each (nothing when it may)."""
+    found = []
+    if state["config_sha256"] != config_hash and not allow_config_change:
+        found.append(
+            f"the checkpoint at step {state['step']} was made with config {state['config_sha256'][:12]}, not with "
+            f"this config {config_hash[:12]}: pick another run name, or pass trainer.allow_config_change=true"
+        )
+    if len(state["rng"]) != world_size:
+        found.append(f"the checkpoint was made by {len(state['rng'])} processes, not {world_size}: resume with as many")
+    return found
+
+
+def restore(
+    state: dict[str, Any],
+    model: nn.Module,
+    optimizer: Optimizer,
+    scheduler: LRScheduler,
+    stream: TrainStream,
+    rank: int,
+    device: torch.device,
+) -> int:
+    """Put every component back where the checkpoint left it; return its step."""
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    stream.seek(**state["data"])
+    restore_rng_state(state["rng"][rank], device)
+    return state["step"]
+
+
+def _problem(path: Path, expected: str | None) -> str | None:
+    if not path.exists():
+        return "is missing"
+    if expected is None:
+        return "is not in manifest.json (its save never completed)"
+    if _sha256(path) != expected:
+        return "fails its sha256 checksum (the file is damaged)"
+    return None
+
+
+def _step(name: str) -> int:
+    match = NAME.fullmatch(name)
+    return int(match.group(1)) if match else -1
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

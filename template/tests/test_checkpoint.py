@@ -1,0 +1,124 @@
+"""Checkpoints: atomic, checksummed, pruned, and skipped with a warning when damaged."""
+
+from __future__ import annotations
+
+import json
+import logging
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import PACKAGE
+
+checkpoint = import_module(f"{PACKAGE}.checkpoint")
+files = import_module(f"{PACKAGE}.files")
+
+
+def state(value: float) -> dict[str, object]:
+    return {"model": {"weight": torch.full((3,), value)}, "config_sha256": "c" * 64, "rng": [{}]}
+
+
+def saved(tmp_path: Path, steps: list[int], keep_last: int = 3) -> object:
+    directory = checkpoint.CheckpointDir(tmp_path / "checkpoints", keep_last=keep_last)
+    for step in steps:
+        directory.save(state(float(step)), step)
+    return directory
+
+
+def test_save_writes_a_weights_only_checkpoint_a_manifest_and_latest_last(tmp_path: Path) -> None:
+    directory = saved(tmp_path, [100])
+    folder = tmp_path / "checkpoints"
+    assert (folder / "latest").read_text() == "step_000100.pt"
+    assert set(json.loads((folder / "manifest.json").read_text())) == {"step_000100.pt"}
+    loaded = torch.load(folder / "step_000100.pt", weights_only=True)
+    assert loaded["step"] == 100 and torch.equal(loaded["model"]["weight"], torch.full((3,), 100.0))
+    assert directory.load_latest()["step"] == 100
+
+
+def test_only_the_last_k_are_kept(tmp_path: Path) -> None:
+    saved(tmp_path, [100, 200, 300, 400], keep_last=2)
+    names = sorted(p.name for p in (tmp_path / "checkpoints").glob("*.pt"))
+    assert names == ["step_000300.pt", "step_000400.pt"]
+    assert set(json.loads((tmp_path / "checkpoints" / "manifest.json").read_text())) == set(names)
+
+
+def test_a_damaged_latest_is_reported_and_the_previous_one_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = saved(tmp_path, [100, 200])
+    latest = tmp_path / "checkpoints" / "step_000200.pt"
+    latest.write_bytes(latest.read_bytes()[:100])
+    with caplog.at_level(logging.WARNING):
+        assert directory.load_latest()["step"] == 100
+    assert "step_000200.pt fails its sha256 checksum" in caplog.text
+
+
+def test_a_checkpoint_missing_from_the_manifest_never_completed(tmp_path: Path) -> None:
+    directory = saved(tmp_path, [100])
+    torch.save(state(2.0), tmp_path / "checkpoints" / "step_000200.pt")  # written, but killed before the manifest
+    assert directory.load_latest()["step"] == 100
+
+
+def test_nothing_to_resume_from(tmp_path: Path) -> None:
+    assert checkpoint.CheckpointDir(tmp_path / "none", keep_last=3).load_latest() is None
+    directory = saved(tmp_path, [100])
+    (tmp_path / "checkpoints" / "step_000100.pt").write_bytes(b"garbage")
+    assert directory.load_latest() is None
+
+
+def test_an_intact_checkpoint_that_does_not_load_is_an_error_not_damage(tmp_path: Path) -> None:
+    directory = checkpoint.CheckpointDir(tmp_path / "checkpoints", keep_last=3)
+    directory.save({"model": {}, "rng": [], "config_sha256": "c", "not_allowed": Path("x")}, 100)
+    with pytest.raises(checkpoint.CheckpointUnreadable, match="step_000100.pt is intact but does not load"):
+        directory.load_latest()
+
+
+def test_what_killed_saves_left_is_removed_on_start(tmp_path: Path) -> None:
+    directory = saved(tmp_path, [100])
+    stale = tmp_path / "checkpoints" / f".step_000200.pt.abc{files.TEMP_SUFFIX}"
+    stale.write_bytes(b"half a checkpoint")
+    orphan = tmp_path / "checkpoints" / "step_000200.pt"
+    torch.save(state(2.0), orphan)  # renamed into place, but killed before the manifest
+    directory.clean()
+    assert not stale.exists() and not orphan.exists()
+    assert directory.load_latest()["step"] == 100
+
+
+def test_a_save_after_a_rollback_keeps_itself_and_drops_the_abandoned_future(tmp_path: Path) -> None:
+    directory = saved(tmp_path, [100, 200, 300])
+    (tmp_path / "checkpoints" / "step_000300.pt").write_bytes(b"damaged")
+    assert directory.find_latest() == "step_000200.pt"  # the run goes back to 200 and saves at 250
+    directory.save(state(250.0), 250)
+    assert sorted(json.loads((tmp_path / "checkpoints" / "manifest.json").read_text())) == [
+        "step_000100.pt",
+        "step_000200.pt",
+        "step_000250.pt",
+    ]
+    assert directory.load_latest()["step"] == 250
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "summary.json"
+    files.write_json(target, {"old": True})
+
+    def explode(out: object) -> None:
+        out.write(b"{half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        files.write_atomic(target, explode)
+    assert json.loads(target.read_text()) == {"old": True}
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_resuming_with_another_config_or_world_size_is_refused_in_one_line() -> None:
+    checkpointed = {**state(1.0), "step": 300}
+    assert checkpoint.resume_problems(checkpointed, "c" * 64, allow_config_change=False, world_size=1) == []
+    (changed,) = checkpoint.resume_problems(checkpointed, "d" * 64, allow_config_change=False, world_size=1)
+    assert changed.startswith("the checkpoint at step 300 was made with config cccccccccccc, not with this config")
+    assert "trainer.allow_config_change=true" in changed
+    assert checkpoint.resume_problems(checkpointed, "d" * 64, allow_config_change=True, world_size=1) == []
+    (ranks,) = checkpoint.resume_problems(checkpointed, "c" * 64, allow_config_change=False, world_size=2)
+    assert ranks == "the checkpoint was made by 1 processes, not 2: resume with as many"
