@@ -56,6 +56,26 @@ def no_git_identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ[key] = value
 
 
+@pytest.fixture(scope="session", autouse=True)
+def interpreters_without_shims(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Put pyenv's real python3.11/3.12/3.13 on PATH, ahead of its shims, for `uv lock` in the hook.
+
+    A pyenv shim answers with a different Python depending on the folder it runs in, while uv caches what an
+    executable reported by its path: once a shim was asked from the wrong folder, uv believes it has no 3.12,
+    tries to download one, and fails offline. Without pyenv this does nothing.
+    """
+    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    links = tmp_path_factory.mktemp("interpreters")
+    for version in ("3.11", "3.12", "3.13"):
+        found = sorted(versions.glob(f"{version}.*/bin/python{version}"))
+        if found:
+            (links / f"python{version}").symlink_to(found[-1])
+    saved = os.environ["PATH"]
+    os.environ["PATH"] = f"{links}{os.pathsep}{saved}"
+    yield
+    os.environ["PATH"] = saved
+
+
 @pytest.fixture(scope="session")
 def default_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One project with default answers for the whole session (generation runs `uv lock`)."""
