@@ -1,12 +1,14 @@
 """Project sessions. Each installs the exact environment of `uv.lock` (`uv sync --frozen`) into its own venv.
 
 nox -s tests             the test suite (pytest)
-nox -s lint              ruff check and ruff format --check
+nox -s lint              ruff check, ruff format --check, and uv lock --check (pyproject.toml edited, not locked?)
 nox -s reproducibility   prove that the same config gives the same bits (-- --device cuda on a GPU)
+nox -s deps              is every external/ submodule checked out at its pinned SHA, without local changes?
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import nox
@@ -33,6 +35,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
+    session.run("uv", "lock", "--check", external=True)  # fails if pyproject.toml changed without `uv lock`
     install_locked(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
@@ -42,3 +45,9 @@ def lint(session: nox.Session) -> None:
 def reproducibility(session: nox.Session) -> None:
     install_locked(session)
     session.run("python", "-m", f"{PACKAGE}.reproducibility", *session.posargs)
+
+
+@nox.session(python=False)
+def deps(session: nox.Session) -> None:
+    # Only git and the standard library: it runs even before the locked environment can be installed.
+    session.run(sys.executable, f"src/{PACKAGE}/deps.py")

@@ -52,6 +52,16 @@ def test_generated_tests_and_lint_pass(default_project: Path) -> None:
     run(default_project, "nox", "--non-interactive", "-s", "lint", "tests")
 
 
+def test_lint_fails_on_a_dependency_added_without_relocking(default_project: Path, tmp_path: Path) -> None:
+    project = tmp_path / "unlocked"
+    subprocess.run(["git", "clone", "--quiet", str(default_project), str(project)], check=True)
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('"tqdm>=4.66",', '"tqdm>=4.66",\n    "rich>=13",'))
+    done = run(project, "nox", "--non-interactive", "-s", "lint", expect=1)
+    assert "uv lock --check" in done.stdout + done.stderr
+    assert "needs to be updated" in done.stdout + done.stderr
+
+
 def test_generated_reproducibility_proof_passes(default_project: Path) -> None:
     rows = prove(default_project, expect=0)
     assert {label[0] for label in rows} == ALL_PROOFS
@@ -86,6 +96,26 @@ def test_an_unseeded_run_fails_the_first_proof(default_project: Path, tmp_path: 
     unseeded = "torch.manual_seed(int.from_bytes(os.urandom(4)))"
     project = broken_copy(default_project, tmp_path, "determinism.py", "torch.manual_seed(seed)", unseeded)
     assert prove(project, "--only", "1", expect=1) == {"1 two identical runs": "DIFFERENT"}
+
+
+def test_pre_commit_passes_on_the_first_commit_and_catches_secrets_and_conflicts(
+    default_project: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "hooks"
+    subprocess.run(["git", "clone", "--quiet", str(default_project), str(project)], check=True)
+    pre_commit = ["uv", "run", "--frozen", "pre-commit", "run", "--all-files"]
+    run(project, *pre_commit)
+    fake_key = 'api_key = "sk_live_51HBx7bQz8sQk3nJ4pLr9tVwXy2mA"\n'
+    planted = {
+        "settings.py": (fake_key, "no secrets (API keys, tokens, passwords)"),
+        "notes.md": ("<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\n", "no merge conflict markers"),
+    }
+    for name, (content, hook) in planted.items():
+        (project / name).write_text(content)
+        subprocess.run(["git", "add", name], cwd=project, check=True)
+        done = run(project, *pre_commit, expect=1)
+        assert re.search(rf"^{re.escape(hook)}\.+Failed$", done.stdout, flags=re.MULTILINE), done.stdout
+        subprocess.run(["git", "rm", "--quiet", "--force", name], cwd=project, check=True)
 
 
 def test_new_user_trains_with_uv_run(default_project: Path) -> None:

@@ -15,7 +15,9 @@ from conftest import DEFAULT_PACKAGE, example_answers, generate, git
 COMMON_FILES = {
     ".copier-answers.yml",
     ".gitignore",
+    ".pre-commit-config.yaml",
     ".python-version",
+    ".secrets.baseline",
     "LICENSE",
     "README.md",
     "noxfile.py",
@@ -52,6 +54,7 @@ PACKAGE_MODULES = {
     "cli.py",
     "config.py",
     "data.py",
+    "deps.py",
     "determinism.py",
     "distributed.py",
     "errors.py",
