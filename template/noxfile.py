@@ -4,11 +4,18 @@ nox -s tests             the test suite (pytest)
 nox -s lint              ruff check, ruff format --check, and uv lock --check (pyproject.toml edited, not locked?)
 nox -s reproducibility   prove that the same config gives the same bits (-- --device cuda on a GPU)
 nox -s deps              is every external/ submodule checked out at its pinned SHA, without local changes?
+nox -s docker_lint       hadolint on the Dockerfile (warnings and errors)
+nox -s docker            build the image, train briefly in it and on the host, and compare params_sha256
+                         (-- --build-arg BASE_IMAGE=... and other `build` options are passed on)
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nox
@@ -51,3 +58,47 @@ def reproducibility(session: nox.Session) -> None:
 def deps(session: nox.Session) -> None:
     # Only git and the standard library: it runs even before the locked environment can be installed.
     session.run(sys.executable, f"src/{PACKAGE}/deps.py")
+
+
+@nox.session(python=PYTHON)
+def docker_lint(session: nox.Session) -> None:
+    install_locked(session)
+    session.run("hadolint", "--failure-threshold", "warning", "Dockerfile")
+
+
+# A short run, long enough to cross a checkpoint and an evaluation.
+SHORT_RUN = ["trainer.max_steps=120", "sched.warmup_steps=10", "trainer.progress_bar=false"]
+
+
+@nox.session(python=PYTHON)
+def docker(session: nox.Session) -> None:
+    """The same lock must give the same bits: one short run in the image, one on the host, same params_sha256."""
+    engine = _container_engine(session)
+    image = f"localhost/{PACKAGE}:nox"
+    session.run(engine, "build", "--tag", image, *session.posargs, ".", external=True)
+    install_locked(session)
+    with tempfile.TemporaryDirectory(prefix="docker-") as scratch:
+        inside, host = Path(scratch, "inside"), Path(scratch, "host")
+        inside.mkdir()
+        inside.chmod(0o777)  # the image runs as uid 10001
+        session.run(engine, "run", "--rm", "--volume", f"{inside}:/runs", image, *SHORT_RUN, external=True)
+        session.run("python", "-m", f"{PACKAGE}.train", *SHORT_RUN, env={"RUNS_DIR": str(host)})
+        hashes = {where: _params_sha256(folder) for where, folder in (("image", inside), ("host", host))}
+    for where, digest in hashes.items():
+        session.log(f"params_sha256 {where:<5} {digest}")
+    if hashes["image"] != hashes["host"]:
+        session.error("the image and the host trained different bits from the same lock")
+    session.log("identical: the image reproduces the host run bit for bit")
+
+
+def _container_engine(session: nox.Session) -> str:
+    """docker if its daemon answers, else podman."""
+    for engine in ("docker", "podman"):
+        if shutil.which(engine) and subprocess.run([engine, "info"], capture_output=True).returncode == 0:
+            return engine
+    session.error("neither docker nor podman is usable here: install one (and start the docker daemon)")
+
+
+def _params_sha256(runs_dir: Path) -> str:
+    (summary,) = runs_dir.glob("*/*/summary.json")
+    return json.loads(summary.read_text())["params_sha256"]

@@ -37,6 +37,14 @@ def example_answers(name: str) -> dict[str, Any]:
     return yaml.safe_load((ROOT / "examples" / f"{name}.yml").read_text())
 
 
+def run(project: Path, *command: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+    """Run a command in a generated project, outside this session's venv, and check its exit code."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("VIRTUAL_ENV", "UV_PROJECT"))}
+    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=1500, env=env)
+    assert done.returncode == expect, f"{' '.join(command)}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    return done
+
+
 def git(project: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, check=True).stdout.strip()
 

@@ -8,25 +8,17 @@ hard-linked afterwards) and start many training processes, so they are marked sl
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT_PACKAGE
+from conftest import DEFAULT_PACKAGE, run
 
 pytestmark = pytest.mark.slow
 
 ALL_PROOFS = {"1", "2", "3", "4", "5", "6", "7"}
-
-
-def run(project: Path, *command: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("VIRTUAL_ENV", "UV_PROJECT"))}
-    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=1500, env=env)
-    assert done.returncode == expect, f"{' '.join(command)}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
-    return done
 
 
 def prove(project: Path, *args: str, expect: int) -> dict[str, str]:

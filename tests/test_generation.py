@@ -14,15 +14,18 @@ from conftest import DEFAULT_PACKAGE, example_answers, generate, git
 
 COMMON_FILES = {
     ".copier-answers.yml",
+    ".dockerignore",
     ".gitignore",
     ".pre-commit-config.yaml",
     ".python-version",
     ".secrets.baseline",
+    "Dockerfile",
     "LICENSE",
     "README.md",
     "noxfile.py",
     "pyproject.toml",
     "uv.lock",
+    "external/README.md",
     "configs/train.yaml",
     "configs/data/digits.yaml",
     "configs/experiment/wide_mlp.yaml",

@@ -1,0 +1,48 @@
+"""The generated Dockerfile, built for real from the project's uv.lock, trains the same bits as the host.
+
+Slow: the image holds torch (several GB). CI installs podman and sets TEMPLATE_REQUIRE_CONTAINERS=1, so there a
+missing engine fails these tests instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import containers
+from conftest import DEFAULT_PACKAGE, run
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def engine() -> str:
+    found = containers.engine()
+    if found is None:
+        if containers.required():
+            pytest.fail("no usable docker or podman, but TEMPLATE_REQUIRE_CONTAINERS=1 (see .ci/run)")
+        pytest.skip("no usable docker or podman here")
+    return found
+
+
+def test_dockerfile_is_hadolint_clean(default_project: Path) -> None:
+    run(default_project, "nox", "--non-interactive", "-s", "docker_lint")
+
+
+def test_image_built_from_the_lock_trains_the_same_bits_as_the_host(default_project: Path, engine: str) -> None:
+    build_options = ["--build-arg", f"BASE_IMAGE={containers.ensure_base_image(engine)}"]
+    if engine == "podman":  # reuse the host's uv cache while building, so that torch is not downloaded again
+        cache = subprocess.run(["uv", "cache", "dir"], capture_output=True, text=True, check=True).stdout.strip()
+        build_options += ["--volume", f"{cache}:/root/.cache/uv"]
+    try:
+        done = run(default_project, "nox", "--non-interactive", "-s", "docker", "--", *build_options)
+    finally:
+        subprocess.run([engine, "rmi", "--force", f"localhost/{DEFAULT_PACKAGE}:nox"], capture_output=True)
+    output = done.stdout + done.stderr
+    hashes = dict(re.findall(r"params_sha256 (image|host)\s+([0-9a-f]{64})", output))
+    assert set(hashes) == {"image", "host"}, output[-3000:]
+    assert hashes["image"] == hashes["host"]
+    assert "identical: the image reproduces the host run bit for bit" in output
