@@ -1,6 +1,6 @@
 """The generated Dockerfile, built for real from the project's uv.lock, trains the same bits as the host.
 
-Slow: the image holds torch (several GB). CI installs podman and sets TEMPLATE_REQUIRE_CONTAINERS=1, so there a
+Slow: the image holds torch (several GB). CI installs podman and sets TEMPLATE_FULL_SUITE=1, so there a
 missing engine fails these tests instead of skipping them.
 """
 
@@ -23,7 +23,7 @@ def engine() -> str:
     found = containers.engine()
     if found is None:
         if containers.required():
-            pytest.fail("no usable docker or podman, but TEMPLATE_REQUIRE_CONTAINERS=1 (see .ci/run)")
+            pytest.fail("no usable docker or podman, but TEMPLATE_FULL_SUITE=1 (see .ci/run)")
         pytest.skip("no usable docker or podman here")
     return found
 

@@ -27,8 +27,8 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run_training(data_dir: Path) -> RunTraining:
     """Run `python -m <package>.train` in a fresh process, the way users and launchers do."""
 
-    def run(runs_dir: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "DATA_DIR": str(data_dir), "RUNS_DIR": str(runs_dir)}
+    def run(runs_dir: Path, *overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, **(env or {}), "DATA_DIR": str(data_dir), "RUNS_DIR": str(runs_dir)}
         command = [sys.executable, "-m", f"{PACKAGE}.train", "trainer.progress_bar=false", *overrides]
         return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
 

@@ -16,8 +16,11 @@ checkpoint = import_module(f"{PACKAGE}.checkpoint")
 files = import_module(f"{PACKAGE}.files")
 
 
+ORIGIN = {"config_sha256": "c" * 64, "commit": "a" * 40, "uv_lock_sha256": "l" * 64}
+
+
 def state(value: float) -> dict[str, object]:
-    return {"model": {"weight": torch.full((3,), value)}, "config_sha256": "c" * 64, "rng": [{}]}
+    return {"model": {"weight": torch.full((3,), value)}, "origin": ORIGIN, "rng": [{}]}
 
 
 def saved(tmp_path: Path, steps: list[int], keep_last: int = 3) -> object:
@@ -70,7 +73,7 @@ def test_nothing_to_resume_from(tmp_path: Path) -> None:
 
 def test_an_intact_checkpoint_that_does_not_load_is_an_error_not_damage(tmp_path: Path) -> None:
     directory = checkpoint.CheckpointDir(tmp_path / "checkpoints", keep_last=3)
-    directory.save({"model": {}, "rng": [], "config_sha256": "c", "not_allowed": Path("x")}, 100)
+    directory.save({"model": {}, "rng": [], "origin": ORIGIN, "not_allowed": Path("x")}, 100)
     with pytest.raises(checkpoint.CheckpointUnreadable, match="step_000100.pt is intact but does not load"):
         directory.load_latest()
 
@@ -113,12 +116,33 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
     assert list(tmp_path.iterdir()) == [target]
 
 
-def test_resuming_with_another_config_or_world_size_is_refused_in_one_line() -> None:
+def test_resuming_with_another_config_commit_lock_or_world_size_is_refused_in_one_line() -> None:
     checkpointed = {**state(1.0), "step": 300}
-    assert checkpoint.resume_problems(checkpointed, "c" * 64, allow_config_change=False, world_size=1) == []
-    (changed,) = checkpoint.resume_problems(checkpointed, "d" * 64, allow_config_change=False, world_size=1)
+    same = checkpoint.Origin(**ORIGIN)
+    allowed = {"allow_config_change": False, "allow_code_change": False}
+    assert checkpoint.resume_problems(checkpointed, same, world_size=1, **allowed) == []
+
+    other_config = checkpoint.Origin(**{**ORIGIN, "config_sha256": "d" * 64})
+    (changed,) = checkpoint.resume_problems(checkpointed, other_config, world_size=1, **allowed)
     assert changed.startswith("the checkpoint at step 300 was made with config cccccccccccc, not with this config")
     assert "trainer.allow_config_change=true" in changed
-    assert checkpoint.resume_problems(checkpointed, "d" * 64, allow_config_change=True, world_size=1) == []
-    (ranks,) = checkpoint.resume_problems(checkpointed, "c" * 64, allow_config_change=False, world_size=2)
+    assert (
+        checkpoint.resume_problems(checkpointed, other_config, 1, allow_config_change=True, allow_code_change=False)
+        == []
+    )
+
+    other_code = checkpoint.Origin(**{**ORIGIN, "commit": "b" * 40, "uv_lock_sha256": "m" * 64})
+    commit, lock = checkpoint.resume_problems(checkpointed, other_code, world_size=1, **allowed)
+    assert commit.startswith(
+        "the checkpoint at step 300 was made by commit aaaaaaaaaaaa, not by this commit bbbbbbbbbbbb"
+    )
+    assert lock.startswith(
+        "the checkpoint at step 300 was made by uv.lock llllllllllll, not by this uv.lock mmmmmmmmmmmm"
+    )
+    assert "trainer.allow_code_change=true" in commit
+    assert (
+        checkpoint.resume_problems(checkpointed, other_code, 1, allow_config_change=False, allow_code_change=True) == []
+    )
+
+    (ranks,) = checkpoint.resume_problems(checkpointed, same, world_size=2, **allowed)
     assert ranks == "the checkpoint was made by 1 processes, not 2: resume with as many"

@@ -19,9 +19,11 @@ EXPERIMENTS = sorted(path.stem for path in (ROOT / "configs" / "experiment").glo
 
 
 def composed(*overrides: str) -> DictConfig:
+    """The config a run with these overrides gets, resolved (its run name included) as during a real run."""
     with initialize_config_dir(config_dir=str(config.CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="train", overrides=list(overrides), return_hydra_config=True)
-    HydraConfig.instance().set_config(cfg)  # as during a real run, for ${hydra:...} and the run name
+        HydraConfig.instance().set_config(cfg)  # for ${hydra:...} and the run name
+        cfg.run_name = cfg.run_name  # resolve it while Hydra is initialised: naming composes the base config
     return cfg
 
 
@@ -49,6 +51,9 @@ def test_every_experiment_is_sound(experiment: str) -> None:
         (["trainer.max_steps=0", "sched.warmup_steps=0"], "trainer.max_steps=0 must be >= 1"),
         (["trainer.device=tpu"], "trainer.device=tpu is not a device"),
         (["model._target_=nowhere.Model"], "model._target_=nowhere.Model cannot be imported"),
+        (["main_tag=my sweep"], "main_tag='my sweep' is not a valid tag"),
+        (["tags=[exploratory,a/b]"], "tags='a/b' is not a valid tag"),
+        (["tags=[candidate,exploratory]"], "tags=['candidate', 'exploratory'] must hold exactly one purpose"),
     ],
 )
 def test_each_mistake_is_named_in_one_line(overrides: list[str], expected: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from test_config import composed
 
 
@@ -11,17 +13,22 @@ def name(*overrides: str) -> str:
 
 def test_same_config_same_name_whatever_the_spelling() -> None:
     assert name("optim.lr=1e-3", "seed=1") == name("seed=1", "optim.lr=0.001")
+    assert name("optim.lr=0.003") == name()  # the default value, overridden: the same config
 
 
-def test_name_reads_the_experiment_and_changed_settings() -> None:
-    assert name().startswith("base__")
-    assert name("experiment=wide_mlp", "optim.lr=3e-4").startswith("wide_mlp__lr0.0003__")
+def test_name_reads_the_experiment_and_what_differs_from_it() -> None:
+    assert re.fullmatch(r"base__[0-9a-f]{8}", name())
+    assert re.fullmatch(r"wide_mlp__lr0.0003__[0-9a-f]{8}", name("experiment=wide_mlp", "optim.lr=3e-4"))
+    assert re.fullmatch(r"base__optim-sgd_seed2__[0-9a-f]{8}", name("optim=sgd", "seed=2"))
 
 
 def test_infrastructure_does_not_rename_a_run() -> None:
     assert name("trainer.num_workers=2", "trainer.progress_bar=false") == name()
 
 
-def test_a_sweep_gets_distinct_names() -> None:
-    names = {name(f"optim.lr={lr}", f"seed={seed}") for lr in (1e-3, 3e-3, 1e-2, 3e-2) for seed in range(5)}
-    assert len(names) == 20
+def test_a_sweep_of_200_configs_gets_200_names() -> None:
+    lrs, widths, seeds = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), (32, 64, 128, 256), range(10)
+    names = {
+        name(f"optim.lr={lr}", f"model.hidden_sizes=[{w}]", f"seed={s}") for lr in lrs for w in widths for s in seeds
+    }
+    assert len(names) == 200

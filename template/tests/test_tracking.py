@@ -40,6 +40,8 @@ def test_a_restarted_run_drops_lines_past_its_start(tmp_path: Path) -> None:
 
 
 class Broken:
+    def record(self, provenance: dict[str, object]) -> None: ...
+
     def log(self, step: int, metrics: dict[str, float]) -> None:
         raise ConnectionError("service unreachable")
 

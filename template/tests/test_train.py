@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import PACKAGE, RunTraining
+from conftest import PACKAGE, ROOT, RunTraining
+
+FAKE_KEY = "0123456789abcdef-not-a-real-key"
 
 
 @pytest.fixture(scope="module")
 def default_run(run_training: RunTraining, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default experiment, with its full step budget, exactly as `python -m <package>.train` runs it."""
     runs_dir = tmp_path_factory.mktemp("runs")
-    done = run_training(runs_dir)
+    done = run_training(runs_dir, env={"WANDB_API_KEY": FAKE_KEY})
     assert done.returncode == 0, done.stderr
     (run_dir,) = (runs_dir / "dev").iterdir()
     return run_dir
@@ -40,6 +42,18 @@ def test_run_folder_holds_the_resolved_config_and_one_line_per_logged_step(defau
     assert [line["step"] for line in lines] == list(range(10, 601, 10))
     assert all("train/loss" in line for line in lines)
     assert [line["step"] for line in lines if "val/acc" in line] == list(range(100, 601, 100))
+
+
+def test_provenance_records_the_code_and_never_a_secret(default_run: Path) -> None:
+    text = (default_run / "provenance.json").read_text()
+    assert FAKE_KEY not in text
+    recorded = json.loads(text)
+    assert recorded["environment"]["WANDB_API_KEY"] == "<redacted>"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    assert recorded["git"]["commit"] == head
+    assert recorded["run"]["name"] == default_run.name
+    assert recorded["run"]["tags"] == ["exploratory"] and recorded["run"]["main_tag"] == "dev"
+    assert len(recorded["uv_lock_sha256"]) == 64 and recorded["software"]["num_threads"] == 1
 
 
 def test_running_a_finished_config_again_changes_nothing(run_training: RunTraining, default_run: Path) -> None:

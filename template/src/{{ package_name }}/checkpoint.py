@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,33 +108,52 @@ class CheckpointDir:
         return json.loads(path.read_text()) if path.exists() else {}
 
 
+@dataclass(frozen=True)
+class Origin:
+    """What made a checkpoint, and what a run resuming from it must share (or be told to ignore)."""
+
+    config_sha256: str
+    commit: str | None  # None outside a git checkout
+    uv_lock_sha256: str | None
+
+    @classmethod
+    def of(cls, provenance: dict[str, Any]) -> Origin:
+        return cls(provenance["run"]["config_sha256"], provenance["git"]["commit"], provenance["uv_lock_sha256"])
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"config_sha256": self.config_sha256, "commit": self.commit, "uv_lock_sha256": self.uv_lock_sha256}
+
+
 def snapshot(
-    model: nn.Module,
-    optimizer: Optimizer,
-    scheduler: LRScheduler,
-    stream: TrainStream,
-    rng: list[Any],
-    config_hash: str,
+    model: nn.Module, optimizer: Optimizer, scheduler: LRScheduler, stream: TrainStream, rng: list[Any], origin: Origin
 ) -> dict[str, Any]:
-    """Everything a step depends on. `rng` holds one RNG state per process, in rank order."""
+    """Everything a step depends on, and where it came from. `rng` holds one RNG state per process, in rank order."""
     return {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
         "data": stream.position,
         "rng": rng,
-        "config_sha256": config_hash,
+        "origin": origin.as_dict(),
     }
 
 
-def resume_problems(state: dict[str, Any], config_hash: str, allow_config_change: bool, world_size: int) -> list[str]:
+def resume_problems(
+    state: dict[str, Any], origin: Origin, world_size: int, allow_config_change: bool, allow_code_change: bool
+) -> list[str]:
     """Why this run may not continue from `state`, one line each (nothing when it may)."""
-    found = []
-    if state["config_sha256"] != config_hash and not allow_config_change:
+    made, step, found = state["origin"], state["step"], []
+    if made["config_sha256"] != origin.config_sha256 and not allow_config_change:
         found.append(
-            f"the checkpoint at step {state['step']} was made with config {state['config_sha256'][:12]}, not with "
-            f"this config {config_hash[:12]}: pick another run name, or pass trainer.allow_config_change=true"
+            f"the checkpoint at step {step} was made with config {made['config_sha256'][:12]}, not with this "
+            f"config {origin.config_sha256[:12]}: pick another run name, or pass trainer.allow_config_change=true"
         )
+    for key, what in (("commit", "commit"), ("uv_lock_sha256", "uv.lock")):
+        if made[key] != origin.as_dict()[key] and not allow_code_change:
+            found.append(
+                f"the checkpoint at step {step} was made by {what} {str(made[key])[:12]}, not by this {what} "
+                f"{str(origin.as_dict()[key])[:12]}: check out that commit, or pass trainer.allow_code_change=true"
+            )
     if len(state["rng"]) != world_size:
         found.append(f"the checkpoint was made by {len(state['rng'])} processes, not {world_size}: resume with as many")
     return found

@@ -21,7 +21,8 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from .errors import fail
 
 PACKAGE = __package__ or __name__.rpartition(".")[0]
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout: src/<package>/config.py is two levels down
+CONFIG_DIR = PROJECT_ROOT / "configs"
 
 # Settings that change where a run writes, what it logs or how it is scheduled, never what it computes. They are
 # left out of a run's identity (its name and config hash), so that moving a run, giving it more workers or
@@ -40,6 +41,7 @@ NON_IDENTITY_KEYS = (
     "trainer.keep_last",
     "trainer.stop_at_step",
     "trainer.allow_config_change",
+    "trainer.allow_code_change",
 )
 
 
@@ -119,6 +121,7 @@ class TrainerConfig:
     keep_last: int = 3
     stop_at_step: int | None = None
     allow_config_change: bool = False
+    allow_code_change: bool = False
 
 
 @dataclass
@@ -208,6 +211,7 @@ def problems(cfg: DictConfig) -> list[str]:
             f"sched.warmup_steps={cfg.sched.warmup_steps} must lie between 0 and "
             f"trainer.max_steps={trainer.max_steps}: lower the warmup or raise the step budget"
         )
+    found += _tag_problems(cfg.main_tag, list(cfg.tags))
     found += _device_problems(trainer.device)
     for group in ("model", "data", "optim", "sched"):
         found += _target_problems(group, cfg[group])
@@ -240,6 +244,21 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
         parent, _, leaf = dotted.rpartition(".")
         settings.get(parent, {}).pop(leaf, None)
     return settings
+
+
+TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+PURPOSES = ("exploratory", "candidate")
+
+
+def _tag_problems(main_tag: str, tags: list[str]) -> list[str]:
+    found = [
+        f"{name}={tag!r} is not a valid tag: use letters, digits, '.', '_' and '-' (no spaces or slashes)"
+        for name, tag in [("main_tag", main_tag), *(("tags", tag) for tag in tags)]
+        if not TAG.fullmatch(str(tag))
+    ]
+    if sum(tag in PURPOSES for tag in tags) != 1:
+        found.append(f"tags={tags} must hold exactly one purpose, exploratory or candidate, e.g. tags=[candidate]")
+    return found
 
 
 def _device_problems(device: str) -> list[str]:

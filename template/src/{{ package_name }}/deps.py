@@ -34,8 +34,8 @@ class Pin:
 
 
 def pins(root: Path = Path(".")) -> list[Pin]:
-    """Every submodule listed in .gitmodules, with the SHA that HEAD records for it."""
-    if not (root / ".gitmodules").exists():
+    """Every submodule listed in .gitmodules, with the SHA that HEAD records for it (none outside a git checkout)."""
+    if not (root / ".gitmodules").exists() or not (root / ".git").exists():
         return []
     listed = _git(root, "config", "--file", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$").splitlines()
     found = []

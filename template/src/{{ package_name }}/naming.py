@@ -1,65 +1,70 @@
 """Run names: readable, unique, and the same every time the same config is run.
 
-A name is `<experiment>__<changed settings>__<hash>`, e.g. `base__lr0.001_seed1__5c2e07aa`:
+A name is `<experiment>__<what differs>__<hash>`, e.g. `wide_mlp__lr0.0003_seed1__5c2e07aa`:
 - `<experiment>` is the chosen `experiment=` option, or `base` without one;
-- `<changed settings>` lists the command-line overrides with their resolved values, so `optim.lr=1e-3` and
-  `optim.lr=0.001` read the same;
+- `<what differs>` lists the settings whose resolved values differ from that experiment's own config: a
+  changed group reads `optim-sgd`, a changed value `lr0.0003`. It depends on values, not on how overrides were
+  spelled, so `optim.lr=1e-3`, `optim.lr=0.001` and `+optim.lr=0.001` give one name, and an override to the
+  default value changes nothing;
 - `<hash>` is the start of the config hash over the run's identity (see `config.identity`), so two different
-  configs never share a name even when their readable parts are cut short.
+  configs never share a name, even when their readable parts are cut short.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
+from hydra import compose
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
-from .config import NON_IDENTITY_KEYS, identity
+from .config import identity
 from .hashing import config_sha256
 
 MAX_SUMMARY_CHARS = 80
 HASH_CHARS = 8
+GROUPS = ("model", "data", "optim", "sched", "trainer")
 
 
-def run_name(experiment: str | None, overrides: Sequence[str], cfg: DictConfig, choices: Mapping[str, Any]) -> str:
-    base = _slug(experiment or "base")
-    summary = "_".join(_describe(override, cfg, choices) for override in sorted(_identity_overrides(overrides)))
-    digest = config_sha256(identity(cfg))[:HASH_CHARS]
-    parts = [base, summary[:MAX_SUMMARY_CHARS].rstrip("_-."), digest]
+def run_name(
+    experiment: str | None,
+    settings: dict[str, Any],
+    choices: Mapping[str, Any],
+    base_settings: dict[str, Any],
+    base_choices: Mapping[str, Any],
+) -> str:
+    """The name of a run with identity `settings`, against the identity of its experiment's own config."""
+    changed_groups = [g for g in GROUPS if choices.get(g) != base_choices.get(g)]
+    tokens = [f"{group}-{_slug(str(choices.get(group)))}" for group in changed_groups]
+    ours, base = _flatten(settings), _flatten(base_settings)
+    for key in sorted(ours.keys() | base.keys()):
+        if ours.get(key) != base.get(key) and key.split(".")[0] not in changed_groups:
+            tokens.append(f"{_slug(key.rpartition('.')[2])}{_format(ours.get(key))}")
+    summary = "_".join(tokens)[:MAX_SUMMARY_CHARS].rstrip("_-.")
+    parts = [_slug(experiment or "base"), summary, config_sha256(settings)[:HASH_CHARS]]
     return "__".join(part for part in parts if part)
 
 
-def _identity_overrides(overrides: Sequence[str]) -> list[str]:
-    keys = []
-    for override in overrides:
-        key = override.split("=", 1)[0].lstrip("+~")
-        excluded = key == "experiment" or any(key == k or key.startswith(f"{k}.") for k in NON_IDENTITY_KEYS)
-        if not excluded and not key.startswith("hydra"):
-            keys.append(key)
-    return keys
-
-
-def _describe(key: str, cfg: DictConfig, choices: Mapping[str, Any]) -> str:
-    if key in choices:  # a config-group choice such as `model=mlp`
-        return f"{_slug(key)}-{_slug(str(choices[key]))}"
-    value = OmegaConf.select(cfg, key, throw_on_missing=False)
-    return f"{_slug(key.rpartition('.')[2])}{_format(value)}"
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _format(value: Any) -> str:
-    if isinstance(value, ListConfig | DictConfig):
-        value = OmegaConf.to_container(value, resolve=True)
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
         return format(value, "g")
     if isinstance(value, list | tuple):
         return "-".join(_format(item) for item in value)
-    if isinstance(value, dict):
-        return "-".join(f"{k}{_format(v)}" for k, v in sorted(value.items()))
     return _slug(str(value))
 
 
@@ -68,9 +73,20 @@ def _slug(text: str) -> str:
     return re.sub(r"__+", "_", re.sub(r"[^A-Za-z0-9._+-]+", "-", text)).strip("-_")
 
 
+@lru_cache(maxsize=16)
+def _experiment_config(experiment: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The identity and group choices of an experiment with no overrides: what a run's name is compared with."""
+    overrides = [f"experiment={experiment}"] if experiment else []
+    cfg = compose(config_name="train", overrides=overrides, return_hydra_config=True)
+    return identity(cfg), dict(cfg.hydra.runtime.choices)
+
+
 def _auto_run_name(*, _root_: DictConfig) -> str:
     hydra = HydraConfig.get()
-    return run_name(hydra.runtime.choices.get("experiment"), list(hydra.overrides.task), _root_, hydra.runtime.choices)
+    choices = dict(hydra.runtime.choices)
+    experiment = choices.get("experiment")
+    base_settings, base_choices = _experiment_config(experiment)
+    return run_name(experiment, identity(_root_), choices, base_settings, base_choices)
 
 
 OmegaConf.register_new_resolver("auto_run_name", _auto_run_name, replace=True)

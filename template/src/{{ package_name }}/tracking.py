@@ -10,7 +10,7 @@ import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from hydra.utils import instantiate
 from omegaconf import DictConfig
@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 
 class Tracker(Protocol):
+    def record(self, provenance: Mapping[str, Any]) -> None: ...
     def log(self, step: int, metrics: Mapping[str, float]) -> None: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
@@ -42,6 +43,9 @@ class JsonlTracker:
         if self.path.exists():
             kept = [line for line in _complete_lines(self.path) if json.loads(line)["step"] <= start_step]
             write_atomic(self.path, lambda out: out.write("".join(f"{line}\n" for line in kept).encode()))
+
+    def record(self, provenance: Mapping[str, Any]) -> None:
+        """Nothing to do: `provenance.json` beside `metrics.jsonl` is this tracker's copy."""
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         self._pending.append(json.dumps({"step": step, **metrics}))
@@ -76,6 +80,10 @@ class Tracking:
     def from_config(cls, logger_cfg: DictConfig, run_dir: Path, start_step: int = 0) -> Tracking:
         nodes = {name: node for name, node in logger_cfg.items() if node is not None}
         return cls({name: instantiate(node, run_dir=run_dir, start_step=start_step) for name, node in nodes.items()})
+
+    def record(self, provenance: Mapping[str, Any] | None) -> None:
+        if provenance is not None:  # None on ranks other than 0, which track nothing
+            self._each("record", provenance)
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         self._each("log", step, metrics)

@@ -29,9 +29,10 @@ from . import (
     faults,
     naming,  # noqa: F401  (registers the `auto_run_name` resolver that configs/train.yaml uses)
     preemption,
+    provenance,
 )
-from .checkpoint import CheckpointDir, CheckpointUnreadable, restore, resume_problems, snapshot
-from .config import CONFIG_DIR, check, identity
+from .checkpoint import CheckpointDir, CheckpointUnreadable, Origin, restore, resume_problems, snapshot
+from .config import CONFIG_DIR, PROJECT_ROOT, check, identity
 from .determinism import capture_rng_state, make_deterministic, seed_everything
 from .errors import fail, one_line_config_errors
 from .files import write_json, write_text
@@ -56,8 +57,9 @@ def main(cfg: DictConfig) -> float:
     if not context.is_main:
         logging.getLogger().setLevel(logging.WARNING)  # one log per run, from rank 0
     log.info("config:\n%s", OmegaConf.to_yaml(cfg))
-    if context.is_main:
-        write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
+    config_hash, step = config_sha256(identity(cfg)), 0
+    found = provenance.collect(PROJECT_ROOT, cfg, config_hash) if context.is_main else None  # git and versions
+    origin = distributed.from_main(context, found and Origin.of(found))
 
     seed_everything(cfg.seed + context.rank)  # own dropout masks per process; DDP copies rank 0's initial weights
     # `_convert_="all"` hands components plain lists and dicts, which checkpoints (weights_only) can hold.
@@ -69,7 +71,6 @@ def main(cfg: DictConfig) -> float:
 
     # Resume from the latest valid checkpoint, if this run has one.
     checkpoints = CheckpointDir(run_dir / "checkpoints", trainer.keep_last)
-    config_hash, step = config_sha256(identity(cfg)), 0
     if context.is_main:
         checkpoints.clean()
     if (name := distributed.from_main(context, checkpoints.find_latest() if context.is_main else None)) is not None:
@@ -77,11 +78,18 @@ def main(cfg: DictConfig) -> float:
             state = checkpoints.load(name)
         except CheckpointUnreadable as error:
             fail([f"{error}: resume with the code and lock that wrote it (see its run's config and provenance)"])
-        if problems := resume_problems(state, config_hash, trainer.allow_config_change, context.world_size):
+        allowed = {"allow_config_change": trainer.allow_config_change, "allow_code_change": trainer.allow_code_change}
+        if problems := resume_problems(state, origin, context.world_size, **allowed):
             fail(problems)
         step = restore(state, model, optimizer, scheduler, stream, context.rank, device)
         log.info("resumed from the checkpoint at step %d", step)
+    if context.is_main:
+        write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
+        provenance.write(run_dir, PROJECT_ROOT, found)
+        if found["git"]["dirty"]:
+            log.warning("the working tree is dirty: this run is marked dirty (see provenance.json, dirty.patch)")
     tracking = Tracking.from_config(cfg.logger, run_dir, start_step=step) if context.is_main else Tracking({})
+    tracking.record(found)
     set_status(context, run_dir, "running", step)
     ddp_model = DistributedDataParallel(model) if context.enabled else model
 
@@ -89,7 +97,7 @@ def main(cfg: DictConfig) -> float:
         tracking.flush()  # the lines up to a checkpoint reach the disk before the checkpoint does
         rng = distributed.gather(context, capture_rng_state(device))
         if context.is_main:
-            checkpoints.save(snapshot(model, optimizer, scheduler, stream, rng, config_hash), step)
+            checkpoints.save(snapshot(model, optimizer, scheduler, stream, rng, origin), step)
         distributed.barrier(context)
 
     # Settings read once: the step below does no config lookups.

@@ -1,0 +1,137 @@
+"""Provenance: which code, dependencies, machine and command produced a run, in its `provenance.json`.
+
+It records the git commit (with branch, remote, and a dirty flag with a hash of the diff), every submodule's SHA,
+the sha256 of uv.lock, the Python/torch/CUDA versions and thread count, the host, the Slurm job (id, array
+index, restart count), the container image digest when the launcher passes it (CONTAINER_IMAGE_DIGEST), and the
+command line, overrides, config hash, tags and start time. The environment is recorded with every value whose
+name looks secret (KEY, TOKEN, SECRET, PASSWORD, ...) replaced by "<redacted>".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from .deps import pins
+from .files import appending, write_atomic, write_json
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+REDACTED = "<redacted>"
+
+
+def collect(root: Path, cfg: DictConfig, config_sha256: str) -> dict[str, Any]:
+    """Everything known about this run at its start, for the checkout at `root`."""
+    import torch  # already imported by training; here only for its versions
+
+    hydra = HydraConfig.get()
+    run = {
+        "name": cfg.run_name,
+        "experiment": hydra.runtime.choices.get("experiment"),
+        "main_tag": cfg.main_tag,
+        "tags": list(cfg.tags),
+        "overrides": list(hydra.overrides.task),
+        "config_sha256": config_sha256,
+    }
+    return {
+        "run": run,
+        "git": git_state(root),
+        "submodules": [
+            {"path": p.path, "url": p.url, "pinned": p.pinned, "checked_out": p.checked_out, "dirty": p.dirty}
+            for p in pins(root)
+        ],
+        "uv_lock_sha256": file_sha256(root / "uv.lock"),
+        "software": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "cuda_available": torch.cuda.is_available(),
+            "num_threads": cfg.trainer.num_threads,
+        },
+        "machine": {"hostname": socket.gethostname(), "platform": platform.platform()},
+        "slurm": slurm_job(),
+        "container_image_digest": os.environ.get("CONTAINER_IMAGE_DIGEST"),
+        "command": [sys.executable, *sys.argv],
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "environment": redacted(os.environ),
+    }
+
+
+def write(run_dir: Path, root: Path, found: dict[str, Any]) -> None:
+    """The run's first start writes `provenance.json` (and `dirty.patch` when the tree is dirty); a resumed start
+    appends what may have changed (host, Slurm restart, time) to `attempts.jsonl`."""
+    if not (run_dir / "provenance.json").exists():
+        if found["git"]["dirty"]:
+            write_atomic(run_dir / "dirty.patch", lambda out: out.write(diff(root)))
+        write_json(run_dir / "provenance.json", found)
+    else:
+        attempt = {key: found[key] for key in ("started_at", "machine", "slurm", "git", "uv_lock_sha256")}
+        with appending(run_dir / "attempts.jsonl") as out:
+            out.write(json.dumps(attempt) + "\n")
+
+
+def git_state(root: Path) -> dict[str, Any]:
+    """Commit, branch, remote and dirtiness of the checkout at `root` (None values outside a git checkout)."""
+    if _git(root, "rev-parse", "--is-inside-work-tree") != "true":
+        return {"commit": None, "branch": None, "remote_url": None, "dirty": None, "diff_sha256": None}
+    status = _git(root, "status", "--porcelain", "--ignore-submodules=none")
+    diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=root, capture_output=True, check=False).stdout
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard")
+    return {
+        "commit": _git(root, "rev-parse", "HEAD"),
+        "branch": _git(root, "rev-parse", "--abbrev-ref", "HEAD"),
+        "remote_url": _git(root, "config", "--get", "remote.origin.url") or None,
+        "dirty": bool(status),
+        "diff_sha256": hashlib.sha256(diff + untracked.encode()).hexdigest() if status else None,
+    }
+
+
+def launch_problems(root: Path) -> list[str]:
+    """Why the commit at `root` cannot be launched as a job yet, one line each: a job checks out a commit from
+    the remote, so it must be committed (a clean tree) and pushed."""
+    state = git_state(root)
+    if state["commit"] is None:
+        return [f"{root} is not a git checkout: jobs run commits, so commit your project first"]
+    found = []
+    if state["dirty"]:
+        found.append("the working tree has uncommitted changes: commit (or stash) them, then launch")
+    if state["remote_url"] is None:
+        found.append("the repository has no remote `origin`: add one (git remote add origin URL) and push")
+    elif not _git(root, "branch", "--remotes", "--contains", state["commit"]):
+        found.append(f"commit {state['commit'][:12]} is not on any remote branch: git push, then launch")
+    return found
+
+
+def diff(root: Path) -> bytes:
+    """The uncommitted changes of a dirty checkout, as a patch (`git apply` re-creates them)."""
+    return subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=root, capture_output=True, check=False).stdout
+
+
+def slurm_job() -> dict[str, str] | None:
+    names = {"job_id": "SLURM_JOB_ID", "array_task_id": "SLURM_ARRAY_TASK_ID", "restart_count": "SLURM_RESTART_COUNT"}
+    found = {key: os.environ[name] for key, name in names.items() if name in os.environ}
+    return found or None
+
+
+def redacted(environment: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    return {name: REDACTED if SECRET_NAME.search(name) else value for name, value in sorted(environment.items())}
+
+
+def file_sha256(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else ""

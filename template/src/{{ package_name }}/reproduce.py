@@ -1,0 +1,72 @@
+"""`<package> reproduce RUN_DIR [--steps N]`: run a past run again from its commit, lock and config, and
+compare the bits.
+
+It reads the run's provenance.json, runs jobs/job.sh for the recorded commit (a fresh checkout with its
+submodules, `uv sync --frozen` of its uv.lock) with the recorded overrides into a temporary runs folder, then
+compares `params_sha256` and every logged line with the original. With `--steps N` only the first N steps are
+re-run, and only their lines are compared. The exit code is 1 on a difference, 2 when the run cannot be
+reproduced (started outside git or from a dirty tree, or its commit is gone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .config import NON_IDENTITY_KEYS, PROJECT_ROOT
+from .errors import fail
+from .preemption import REQUEUE_EXIT_CODE
+from .proofs import RunResult
+from .reproducibility import compare, print_table
+
+NOT_COMPARED = "(not compared)"
+
+
+def reproduce(run_dir: Path, steps: int | None) -> None:
+    if not (run_dir / "provenance.json").exists():
+        fail([f"{run_dir} has no provenance.json: pass the folder of a run (runs/<main_tag>/<run_name>)"])
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    git, run = provenance["git"], provenance["run"]
+    if git["commit"] is None:
+        fail(["the run was not started from a git checkout: there is no commit to run again"])
+    if git["dirty"]:
+        fail([f"the run was started from a dirty tree (commit {git['commit'][:12]} plus its dirty.patch): "
+              "it cannot be reproduced exactly; commit your changes before launching runs"])  # fmt: skip
+    repo = git["remote_url"] or str(PROJECT_ROOT)
+    overrides = [o for o in run["overrides"] if _key(o) not in NON_IDENTITY_KEYS or _key(o) == "main_tag"]
+    if steps is not None:
+        overrides.append(f"trainer.stop_at_step={steps}")
+    print(f"reproducing {run['name']} from {git['commit'][:12]} of {repo}", flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="reproduce-") as scratch:
+        job = [str(PROJECT_ROOT / "jobs" / "job.sh"), repo, git["commit"], run["name"], *overrides]
+        done = subprocess.run(job, env={**os.environ, "RUNS_DIR": scratch}, stdout=subprocess.DEVNULL, text=True,
+                              stderr=subprocess.PIPE)  # fmt: skip
+        if done.returncode == 2 and "job.sh: error:" in done.stderr:
+            fail([f"cannot reproduce: {done.stderr.split('job.sh: error: ', 1)[1].strip()}"])
+        if done.returncode not in (0, REQUEUE_EXIT_CODE if steps else 0):
+            fail([f"the reproduction failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"])
+        again = _result(Path(scratch) / run["main_tag"] / run["name"], steps)
+    original = _result(run_dir, steps)
+    verdict = compare(f"reproduce {run['name']}"[:40], original, again)
+    print_table([verdict])
+    if not verdict.identical:
+        raise SystemExit(1)
+    print("\nidentical: the run was reproduced bit for bit")
+
+
+def _result(run_dir: Path, steps: int | None) -> RunResult:
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    if steps is not None:
+        return RunResult(NOT_COMPARED, [row for row in rows if row["step"] <= steps])
+    if not (run_dir / "summary.json").exists():
+        fail([f"{run_dir} has not finished: compare its first steps with --steps N"])
+    return RunResult(json.loads((run_dir / "summary.json").read_text())["params_sha256"], rows)
+
+
+def _key(override: str) -> str:
+    key = override.split("=", 1)[0].lstrip("+~")
+    return key if key.startswith("trainer.") or "." not in key else key.split(".")[0]

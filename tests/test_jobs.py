@@ -1,0 +1,108 @@
+"""The job script runs exactly the commit it is given, with that commit's submodules, however main has moved;
+`reproduce` runs a finished run again and compares the bits."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_submodules import IDENTITY, make_package_repo
+
+import containers
+from conftest import DEFAULT_PACKAGE, generate, git, run
+
+pytestmark = pytest.mark.slow
+
+SHORT = ["trainer.max_steps=60", "sched.warmup_steps=5", "trainer.progress_bar=false"]
+
+
+@pytest.fixture(scope="module")
+def pushed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A project with one submodule dependency, pushed to a bare remote: commit A, then commit B that changes
+    the model's default and bumps the submodule."""
+    root = tmp_path_factory.mktemp("jobs")
+    lib = make_package_repo(root / "lib", "lib", ["1", "2"])
+    project = generate(root / "project", external_deps=json.dumps([f"{root / 'lib'}@{lib[0]}"]))
+    remote = root / "remote.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
+    subprocess.run(["git", "remote", "add", "origin", str(remote)], cwd=project, check=True)
+    subprocess.run(["git", "push", "--quiet", "--set-upstream", "origin", "main"], cwd=project, check=True)
+    commit_a = git(project, "rev-parse", "HEAD")
+
+    mlp = project / "configs" / "model" / "mlp.yaml"
+    mlp.write_text(mlp.read_text().replace("hidden_sizes: [128, 128]", "hidden_sizes: [64]"))
+    subprocess.run(["git", "checkout", "--quiet", lib[1]], cwd=project / "external" / "lib", check=True)
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    subprocess.run(["git", *IDENTITY, "commit", "--quiet", "-m", "B: narrower MLP, lib 2"], cwd=project, check=True)
+    subprocess.run(["git", "push", "--quiet"], cwd=project, check=True)
+    commit_b = git(project, "rev-parse", "HEAD")
+    return {"root": root, "project": project, "remote": str(remote), "a": commit_a, "b": commit_b, "lib": lib}
+
+
+def job(pushed: dict, commit: str, name: str, runs: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+    env = {"RUNS_DIR": str(pushed["root"] / runs), "JOB_CACHE": str(pushed["root"] / "cache")}
+    script = str(pushed["project"] / "jobs" / "job.sh")
+    command = [script, pushed["remote"], commit, name, *SHORT]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env}, timeout=900)
+    assert done.returncode == expect, done.stderr[-3000:]
+    return done
+
+
+def recorded(pushed: dict, runs: str, name: str) -> tuple[dict, str]:
+    run_dir = pushed["root"] / runs / "dev" / name
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return json.loads((run_dir / "provenance.json").read_text()), summary["params_sha256"]
+
+
+def test_job_script_is_shellcheck_clean(default_project: Path) -> None:
+    if shutil.which("shellcheck") is None:
+        if containers.required():
+            pytest.fail("shellcheck is missing, but TEMPLATE_FULL_SUITE=1 (see .ci/run)")
+        pytest.skip("shellcheck is not installed")
+    run(default_project, "shellcheck", "jobs/job.sh")
+    assert os.access(default_project / "jobs" / "job.sh", os.X_OK)
+
+
+def test_a_job_runs_its_own_commit_and_submodules_after_main_moved(pushed: dict) -> None:
+    job(pushed, pushed["a"], "run-a", "first")
+    job(pushed, pushed["a"][:10], "run-a", "again")  # a short SHA names the same commit
+    job(pushed, pushed["b"], "run-b", "moved")
+    first, again, moved = (recorded(pushed, runs, name) for runs, name in
+                           (("first", "run-a"), ("again", "run-a"), ("moved", "run-b")))  # fmt: skip
+    for provenance, _ in (first, again):
+        assert provenance["git"]["commit"] == pushed["a"]
+        assert [s["checked_out"] for s in provenance["submodules"]] == [pushed["lib"][0]]
+    assert first[1] == again[1]  # identical bits
+    assert moved[0]["git"]["commit"] == pushed["b"]
+    assert [s["checked_out"] for s in moved[0]["submodules"]] == [pushed["lib"][1]]
+    assert moved[1] != first[1]  # B trains another model
+
+
+@pytest.mark.parametrize(
+    ("commit", "message"),
+    [
+        ("0123abcd", "job.sh: error: commit 0123abcd is not in "),
+        ("not-a-sha", "job.sh: error: COMMIT_SHA 'not-a-sha' is not a commit SHA"),
+    ],
+)
+def test_a_bad_commit_fails_in_one_line(pushed: dict, commit: str, message: str) -> None:
+    done = job(pushed, commit, "run-x", "bad", expect=2)
+    assert done.stderr.startswith(message) and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_reproduce_passes_on_a_finished_run_and_fails_on_altered_metrics(pushed: dict) -> None:
+    job(pushed, pushed["a"], "to-reproduce", "original")
+    run_dir = pushed["root"] / "original" / "dev" / "to-reproduce"
+    done = run(pushed["project"], "uv", "run", "--frozen", DEFAULT_PACKAGE, "reproduce", str(run_dir))
+    assert "identical: the run was reproduced bit for bit" in done.stdout
+    metrics = run_dir / "metrics.jsonl"
+    rows = metrics.read_text().splitlines()
+    altered = json.loads(rows[2])
+    altered["train/loss"] += 1e-12
+    metrics.write_text("\n".join([*rows[:2], json.dumps(altered), *rows[3:]]) + "\n")
+    failed = run(pushed["project"], "uv", "run", "--frozen", DEFAULT_PACKAGE, "reproduce", str(run_dir), expect=1)
+    assert f"step {altered['step']} train/loss" in failed.stdout
