@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,27 @@ def test_a_job_runs_its_own_commit_and_submodules_after_main_moved(pushed: dict)
     assert moved[0]["git"]["commit"] == pushed["b"]
     assert [s["checked_out"] for s in moved[0]["submodules"]] == [pushed["lib"][1]]
     assert moved[1] != first[1]  # B trains another model
+
+
+def test_job_forwards_sigterm_and_passes_the_requeue_code_through(pushed: dict) -> None:
+    marker = pushed["root"] / "paused"
+    env = {
+        **os.environ,
+        "RUNS_DIR": str(pushed["root"] / "preempted"),
+        "JOB_CACHE": str(pushed["root"] / "cache"),
+        "REPRODUCIBILITY_PAUSE": "step:20",  # the training pauses at step 20 (see faults.py) ...
+        "REPRODUCIBILITY_PAUSE_MARKER": str(marker),
+    }
+    command = [str(pushed["project"] / "jobs" / "job.sh"), pushed["remote"], pushed["a"], "preempted", *SHORT]
+    job_process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while not marker.exists():
+        assert job_process.poll() is None and time.monotonic() < deadline, job_process.stderr.read()
+        time.sleep(0.05)
+    job_process.send_signal(signal.SIGTERM)  # ... and the job script, not the training, gets the signal
+    assert job_process.wait(timeout=300) == 75
+    status = json.loads((pushed["root"] / "preempted" / "dev" / "preempted" / "status.json").read_text())
+    assert status == {"state": "preempted", "step": 20}
 
 
 @pytest.mark.parametrize(
