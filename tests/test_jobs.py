@@ -129,3 +129,20 @@ def test_reproduce_passes_on_a_finished_run_and_fails_on_altered_metrics(pushed:
     metrics.write_text("\n".join([*rows[:2], json.dumps(altered), *rows[3:]]) + "\n")
     failed = run(pushed["project"], "uv", "run", "--frozen", DEFAULT_PACKAGE, "reproduce", str(run_dir), expect=1)
     assert f"step {altered['step']} train/loss" in failed.stdout
+
+
+def test_a_submodule_commit_missing_upstream_fails_in_one_line(pushed: dict) -> None:
+    """Commit C pins lib at a commit that exists only in the project's own checkout of lib, never pushed."""
+    project, lib = pushed["project"], pushed["project"] / "external" / "lib"
+    (lib / "LOCAL.md").write_text("never pushed\n")
+    subprocess.run(["git", "add", "LOCAL.md"], cwd=lib, check=True)
+    subprocess.run(["git", *IDENTITY, "commit", "--quiet", "-m", "local only"], cwd=lib, check=True)
+    subprocess.run(["git", "add", "external/lib"], cwd=project, check=True)
+    subprocess.run(
+        ["git", *IDENTITY, "commit", "--quiet", "-m", "C: pin an unpushed lib commit"], cwd=project, check=True
+    )
+    subprocess.run(["git", "push", "--quiet"], cwd=project, check=True)
+    done = job(pushed, git(project, "rev-parse", "HEAD"), "run-c", "unpushed", expect=2)
+    assert done.stderr.startswith("job.sh: error: a submodule commit that ")
+    assert done.stderr.strip().endswith("cannot be fetched: push it upstream")
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
