@@ -86,3 +86,8 @@ def test_launch_needs_a_clean_tree_and_a_pushed_commit(tmp_path: Path) -> None:
     git("commit", "--quiet", "-am", "b")
     (problem,) = provenance.launch_problems(project)
     assert problem.endswith("is not on any remote branch: git push, then launch")
+
+
+def test_without_git_installed_nothing_is_invented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # as in the container image, which has no git
+    assert provenance.git_state(tmp_path)["commit"] is None

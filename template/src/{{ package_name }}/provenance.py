@@ -133,5 +133,9 @@ def file_sha256(path: Path) -> str | None:
 
 
 def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    """git's answer, or "" when git fails or is not installed (as in the container image)."""
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return ""
     return done.stdout.strip() if done.returncode == 0 else ""
