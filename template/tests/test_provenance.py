@@ -14,11 +14,17 @@ provenance = import_module(f"{PACKAGE}.provenance")
 
 
 def test_secret_looking_names_keep_their_name_and_lose_their_value() -> None:
-    environment = {"WANDB_API_KEY": "k-123", "HF_TOKEN": "t", "DB_PASSWORD": "p", "MY_SECRET": "s", "HOME": "/root"}
+    environment = {
+        "WANDB_API_KEY": "k-123",  # pragma: allowlist secret
+        "HF_TOKEN": "t",
+        "DB_PASSWORD": "p",
+        "MY_SECRET": "s",
+        "HOME": "/",
+    }
     assert provenance.redacted(environment) == {
         "DB_PASSWORD": "<redacted>",
         "HF_TOKEN": "<redacted>",
-        "HOME": "/root",
+        "HOME": "/",
         "MY_SECRET": "<redacted>",
         "WANDB_API_KEY": "<redacted>",
     }
