@@ -86,14 +86,13 @@ def git_state(root: Path) -> dict[str, Any]:
     if _git(root, "rev-parse", "--is-inside-work-tree") != "true":
         return {"commit": None, "branch": None, "remote_url": None, "dirty": None, "diff_sha256": None}
     status = _git(root, "status", "--porcelain", "--ignore-submodules=none")
-    diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=root, capture_output=True, check=False).stdout
-    untracked = _git(root, "ls-files", "--others", "--exclude-standard")
+    changes = diff(root) + _git(root, "ls-files", "--others", "--exclude-standard").encode() if status else b""
     return {
         "commit": _git(root, "rev-parse", "HEAD"),
         "branch": _git(root, "rev-parse", "--abbrev-ref", "HEAD"),
         "remote_url": _git(root, "config", "--get", "remote.origin.url") or None,
         "dirty": bool(status),
-        "diff_sha256": hashlib.sha256(diff + untracked.encode()).hexdigest() if status else None,
+        "diff_sha256": hashlib.sha256(changes).hexdigest() if status else None,
     }
 
 
