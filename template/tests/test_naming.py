@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import re
+from importlib import import_module
 
+import pytest
+from hydra.core.hydra_config import HydraConfig
+
+from conftest import PACKAGE
 from test_config import composed
+
+naming = import_module(f"{PACKAGE}.naming")
 
 
 def name(*overrides: str) -> str:
@@ -32,3 +39,19 @@ def test_a_sweep_of_200_configs_gets_200_names() -> None:
         name(f"optim.lr={lr}", f"model.hidden_sizes=[{w}]", f"seed={s}") for lr in lrs for w in widths for s in seeds
     }
     assert len(names) == 200
+
+
+def test_naming_a_run_composes_its_experiment_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The experiment's own config is composed once per name, not again from inside that composition."""
+    calls: list[list[str]] = []
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(list(kwargs.get("overrides", [])))  # type: ignore[arg-type]
+        return compose(*args, **kwargs)
+
+    compose = naming.compose
+    monkeypatch.setattr(naming, "compose", counted)
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)  # as in a new process: no earlier test's run
+    naming._experiment_config.cache_clear()
+    assert re.fullmatch(r"wide_mlp__seed4__[0-9a-f]{8}", name("experiment=wide_mlp", "seed=4"))
+    assert calls == [["experiment=wide_mlp"]]
