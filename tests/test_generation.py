@@ -45,6 +45,7 @@ COMMON_FILES = {
     "tests/test_config.py",
     "tests/test_data.py",
     "tests/test_determinism.py",
+    "tests/test_faults.py",
     "tests/test_naming.py",
     "tests/test_preemption.py",
     "tests/test_provenance.py",

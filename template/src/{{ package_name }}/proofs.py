@@ -66,7 +66,7 @@ class Runner:
         there."""
         marker = self.scratch / f"{name}.paused"
         marker.unlink(missing_ok=True)
-        env = {**os.environ, "PYTHONHASHSEED": "0", "REPRODUCIBILITY_PAUSE": pause}
+        env = {**os.environ, "PYTHONHASHSEED": "0", "REPRODUCIBILITY_QUICK_EXIT": "1", "REPRODUCIBILITY_PAUSE": pause}
         env["REPRODUCIBILITY_PAUSE_MARKER"] = str(marker)
         launcher = [sys.executable, "-m"]
         if nproc > 1:

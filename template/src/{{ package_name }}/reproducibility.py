@@ -12,8 +12,8 @@ Against an uninterrupted reference run of the same config, every proof must end 
   5. SIGTERM at a random step: exit code 75 ("requeue me"), then a relaunch;
   6. torchrun with 2 processes: two runs, and a mid-epoch resume, against their own reference;
   7. the latest checkpoint truncated: it is reported, the one before it is used.
-One table row per proof; the exit code is 1 on any difference. Each proof needs several fresh processes, and
-each process pays torch's start-up (about 13 s on 2 slow cores): `--only` runs a subset.
+One table row per proof; the exit code is 1 on any difference. The proofs start 24 training processes, each
+paying torch's start-up (about 5 s of CPU), about 70 s on 2 cores in all: `--only` runs a subset.
 """
 
 from __future__ import annotations

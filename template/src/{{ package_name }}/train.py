@@ -182,7 +182,11 @@ def evaluate(model: nn.Module, batches: torch.utils.data.DataLoader, device: tor
     return {"val/loss": loss_sum.item() / count, "val/acc": correct.item() / count}
 
 
-if __name__ == "__main__":
-    preemption.install_handlers()  # first thing: a signal from here on leads to a checkpoint, not a lost step
+def cli() -> None:
     with one_line_config_errors(hint=f"list every setting with: python -m {__package__}.train --cfg job"):
         main()
+
+
+if __name__ == "__main__":
+    preemption.install_handlers()  # first thing: a signal from here on leads to a checkpoint, not a lost step
+    faults.run_then_exit(cli)  # the reproducibility proof skips the interpreter's teardown (see faults.py)
