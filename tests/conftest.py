@@ -38,9 +38,8 @@ def example_answers(name: str) -> dict[str, Any]:
 
 
 def run(project: Path, *command: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
-    """Run a command in a generated project, outside this session's venv, and check its exit code."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("VIRTUAL_ENV", "UV_PROJECT"))}
-    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=1500, env=env)
+    """Run a command in a generated project (outside this session's venv: see below) and check its exit code."""
+    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=1500)
     assert done.returncode == expect, f"{' '.join(command)}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     return done
 
@@ -68,6 +67,22 @@ def make_package_repo(folder: Path, name: str, versions: list[str]) -> list[str]
         subprocess.run(["git", *IDENTITY, "commit", "--quiet", "-m", version], cwd=folder, check=True)
         shas.append(git(folder, "rev-parse", "HEAD"))
     return shas
+
+
+NOX_SESSION_VARIABLES = ("UV_PROJECT_ENVIRONMENT", "UV_PYTHON", "VIRTUAL_ENV")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def outside_the_nox_session() -> Iterator[None]:
+    """Run every command as from a user's shell, not from inside `nox -s tests`.
+
+    nox points UV_PROJECT_ENVIRONMENT and UV_PYTHON at its own venv for uv-backed sessions. Inherited, they make
+    a generated project's `uv lock` use this venv's Python (3.11, whatever the project asks for) and its
+    `uv sync` replace this venv's packages with the project's.
+    """
+    saved = {key: os.environ.pop(key) for key in NOX_SESSION_VARIABLES if key in os.environ}
+    yield
+    os.environ.update(saved)
 
 
 @pytest.fixture(scope="session", autouse=True)
