@@ -44,3 +44,12 @@ def test_interruption_points_fall_mid_epoch() -> None:
         step = schedule.mid_epoch_step(random.Random(seed))
         assert 150 <= step < 450 and step % 22 and step % 100
     assert schedule.checkpoint_steps() == [100, 200, 300, 400, 500, 600]
+
+
+def test_the_proofs_default_run_crosses_epochs_and_has_a_checkpoint_before_each_stop() -> None:
+    schedule = reproducibility.schedule_of(reproducibility.PROOF_SCHEDULE)
+    assert schedule.max_steps >= 5 * schedule.batches_per_epoch  # resumes land in several different epochs
+    stops = {schedule.mid_epoch_step(random.Random(seed)) for seed in range(200)}
+    assert all(step % schedule.batches_per_epoch for step in stops)  # in the middle of an epoch
+    # Proof 7 damages the checkpoint at the stop: an earlier one must be there to fall back to.
+    assert all(any(c < step for c in schedule.checkpoint_steps()) for step in stops)
