@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from importlib import import_module
 
-from conftest import PACKAGE
+from conftest import PACKAGE, ROOT
 
 reproducibility = import_module(f"{PACKAGE}.reproducibility")
 RunResult = import_module(f"{PACKAGE}.proofs").RunResult
@@ -53,3 +55,12 @@ def test_the_proofs_default_run_crosses_epochs_and_has_a_checkpoint_before_each_
     assert all(step % schedule.batches_per_epoch for step in stops)  # in the middle of an epoch
     # Proof 7 damages the checkpoint at the stop: an earlier one must be there to fall back to.
     assert all(any(c < step for c in schedule.checkpoint_steps()) for step in stops)
+
+
+def test_a_bad_override_is_refused_in_one_line_before_any_run() -> None:
+    command = [sys.executable, "-m", f"{PACKAGE}.reproducibility", "--only", "1", "optim.nope=3"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: Could not override 'optim.nope'"), done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert "proving with" not in done.stdout

@@ -32,6 +32,7 @@ from hydra import compose, initialize_config_dir
 
 from . import proofs
 from .config import CONFIG_DIR
+from .errors import one_line_config_errors
 from .proofs import Candidates, Runner, RunResult, Schedule
 
 PACKAGE = __package__ or __name__.rpartition(".")[0]
@@ -145,11 +146,13 @@ def main(argv: list[str] | None = None) -> None:
         only.discard("6")
     chains = [proofs.reference, *dict.fromkeys(CHAINS[number] for number in sorted(only))]
 
+    with one_line_config_errors(hint=f"list every setting with: python -m {PACKAGE}.train --cfg job"):
+        schedule = schedule_of(overrides)  # a bad override is refused here in one line, before any run starts
     print(f"proving with: {' '.join(overrides)}\ninterruption points from --seed {rng_seed}", flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="reproducibility-") as scratch:
         runner = Runner(Path(scratch), overrides, log=lambda line: print(f"  {line}", flush=True))
-        found = prove(runner, schedule_of(overrides), rng_seed, chains)
+        found = prove(runner, schedule, rng_seed, chains)
     verdicts = [v for v in found if v.proof[0] in only or not v.proof[0].isdigit()]  # errors have no number
     print_table(verdicts)
     different = [v for v in verdicts if not v.identical]
