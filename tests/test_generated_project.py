@@ -60,10 +60,19 @@ def test_generated_reproducibility_proof_passes(default_project: Path) -> None:
     assert set(rows.values()) == {"identical"}, rows
 
 
-def test_not_restoring_the_torch_rng_breaks_exactly_the_resume_proofs(default_project: Path, tmp_path: Path) -> None:
-    project = broken_copy(
-        default_project, tmp_path, "determinism.py", 'torch.set_rng_state(state["torch"])', "pass  # broken"
-    )
+RNG_RESTORES = {
+    "torch": 'torch.set_rng_state(state["torch"])',  # drawn from by dropout
+    "numpy": 'np.random.set_state((numpy["kind"], keys, numpy["pos"], numpy["has_gauss"], numpy["gauss"]))',
+    "python": 'random.setstate((python["version"], tuple(python["internal"].tolist()), python["gauss"]))',
+}
+
+
+@pytest.mark.parametrize("generator", RNG_RESTORES)
+def test_not_restoring_one_rng_breaks_exactly_the_resume_proofs(
+    default_project: Path, tmp_path: Path, generator: str
+) -> None:
+    """The bundled loop draws only from torch; NumPy's and Python's generators are caught by the proof's canary."""
+    project = broken_copy(default_project, tmp_path, "determinism.py", RNG_RESTORES[generator], "pass  # broken")
     rows = prove(project, expect=1)
     identical = {label for label, result in rows.items() if result == "identical"}
     assert {label[0] for label in rows} == ALL_PROOFS

@@ -40,6 +40,17 @@ def test_a_different_hash_a_missing_or_repeated_line_or_a_noticed_problem_fails(
     assert noticed.first_difference == "temporary files left"
 
 
+def test_rng_states_that_differ_at_the_end_fail_unless_one_run_did_not_record_them() -> None:
+    reference = run("a" * 64, 0.5, 0.25)
+    reference.rng_sha256 = "c" * 64
+    candidate = run("a" * 64, 0.5, 0.25)
+    candidate.rng_sha256 = "d" * 64
+    verdict = reproducibility.compare("p", reference, candidate)
+    assert verdict.first_difference == f"RNG state at the end: {'c' * 12} vs {'d' * 12}"
+    candidate.rng_sha256 = None  # a summary.json written before rng_sha256 existed
+    assert reproducibility.compare("p", reference, candidate).identical
+
+
 def test_interruption_points_fall_mid_epoch() -> None:
     schedule = import_module(f"{PACKAGE}.proofs").Schedule(max_steps=600, ckpt_every=100, batches_per_epoch=22)
     for seed in range(20):

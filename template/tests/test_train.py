@@ -31,6 +31,7 @@ def test_default_experiment_learns_the_digits(default_run: Path) -> None:
     assert summary["metrics"]["val/acc"] >= 0.90
     assert summary["step"] == 600
     assert re.fullmatch(r"[0-9a-f]{64}", summary["params_sha256"])
+    assert re.fullmatch(r"[0-9a-f]{64}", summary["rng_sha256"])
 
 
 def test_run_folder_holds_the_resolved_config_and_one_line_per_logged_step(default_run: Path) -> None:

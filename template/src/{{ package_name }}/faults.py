@@ -5,6 +5,12 @@ microseconds, so the proof sets REPRODUCIBILITY_PAUSE=<where>:<step> (where is `
 REPRODUCIBILITY_PAUSE_MARKER=<file>: on reaching that point the run creates the marker and waits, and the proof
 kills it, or sends it a signal, which ends the wait.
 
+RNG canary. The bundled loop draws only from torch's generators (dropout), so a checkpoint that failed to
+restore NumPy's or Python's global generator would go unnoticed, until a user's augmentation or sampling code
+draws from it. With REPRODUCIBILITY_RNG_CANARY=1 every training process draws one number from each of them at
+the end of every step; the run's `rng_sha256` (summary.json) then differs unless each resume restored them.
+Torch's generators are left alone, so the proof's runs train exactly as the same config does outside it.
+
 Quick exit. The proof starts about 24 training processes, and tearing down an interpreter that has loaded torch
 takes about 1.3 s of CPU each (measured on 2 cores): a sixth of the proof. With REPRODUCIBILITY_QUICK_EXIT=1 a
 process ends as soon as the run is over, after what Python does at exit that has an effect outside the
@@ -18,17 +24,29 @@ from __future__ import annotations
 
 import atexit
 import os
+import random
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from . import preemption
 
 _PAUSE = os.environ.get("REPRODUCIBILITY_PAUSE", "")
 _MARKER = os.environ.get("REPRODUCIBILITY_PAUSE_MARKER", "")
 _QUICK_EXIT = os.environ.get("REPRODUCIBILITY_QUICK_EXIT") == "1"
+_RNG_CANARY = os.environ.get("REPRODUCIBILITY_RNG_CANARY") == "1"
+
+
+def step_end(step: int) -> None:
+    """Called once per training step, after the step and before a checkpoint may be written."""
+    if _RNG_CANARY:
+        random.random()
+        np.random.random()
+    pause_if_requested("step", step)
 
 
 def pause_if_requested(where: str, step: int) -> None:

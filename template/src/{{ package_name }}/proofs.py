@@ -1,7 +1,8 @@
 """The proofs behind `nox -s reproducibility`: real training processes, interrupted in every way we know.
 
 Each proof runs `python -m <package>.train` (or torchrun) in fresh processes, in its own runs folder, and
-yields the finished run's `params_sha256` and every logged metric line, to compare with an uninterrupted run.
+yields the finished run's `params_sha256`, its `rng_sha256` and every logged metric line, to compare with an
+uninterrupted run.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class RunResult:
     params_sha256: str
     rows: list[dict[str, float]]  # metrics.jsonl, line by line
     problems: list[str] = field(default_factory=list)  # what the proof saw go wrong besides the bits
+    rng_sha256: str | None = None  # every generator's state at the end (None: not recorded)
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Runner:
         marker = self.scratch / f"{name}.paused"
         marker.unlink(missing_ok=True)
         env = {**os.environ, "PYTHONHASHSEED": "0", "REPRODUCIBILITY_QUICK_EXIT": "1", "REPRODUCIBILITY_PAUSE": pause}
+        env["REPRODUCIBILITY_RNG_CANARY"] = "1"  # NumPy's and Python's generators must be resumed too
         env["REPRODUCIBILITY_PAUSE_MARKER"] = str(marker)
         launcher = [sys.executable, "-m"]
         if nproc > 1:
@@ -116,7 +119,7 @@ class Runner:
         rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         leftovers = [p.name for p in (run_dir / "checkpoints").glob(f"*{TEMP_SUFFIX}")]
         found = list(problems or []) + ([f"temporary files left: {leftovers}"] if leftovers else [])
-        return RunResult(summary["params_sha256"], rows, found)
+        return RunResult(summary["params_sha256"], rows, found, summary.get("rng_sha256"))
 
     def copy(self, source: str, name: str) -> None:
         shutil.copytree(self.folder(source), self.folder(name))

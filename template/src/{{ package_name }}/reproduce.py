@@ -3,9 +3,9 @@ compare the bits.
 
 It reads the run's provenance.json, runs jobs/job.sh for the recorded commit (a fresh checkout with its
 submodules, `uv sync --frozen` of its uv.lock) with the recorded overrides into a temporary runs folder, then
-compares `params_sha256` and every logged line with the original. With `--steps N` only the first N steps are
-re-run, and only their lines are compared. The exit code is 1 on a difference, 2 when the run cannot be
-reproduced (started outside git or from a dirty tree, or its commit is gone).
+compares `params_sha256`, `rng_sha256` and every logged line with the original. With `--steps N` only the
+first N steps are re-run, and only their lines are compared. The exit code is 1 on a difference, 2 when the run
+cannot be reproduced (started outside git or from a dirty tree, or its commit is gone).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def _result(run_dir: Path, steps: int | None) -> RunResult:
         return RunResult(NOT_COMPARED, [row for row in rows if row["step"] <= steps])
     if not (run_dir / "summary.json").exists():
         fail([f"{run_dir} has not finished: compare its first steps with --steps N"])
-    return RunResult(json.loads((run_dir / "summary.json").read_text())["params_sha256"], rows)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return RunResult(summary["params_sha256"], rows, rng_sha256=summary.get("rng_sha256"))
 
 
 def _key(override: str) -> str:

@@ -4,8 +4,9 @@
     nox -s reproducibility [-- the same arguments]
 
 Against an uninterrupted reference run of the same config (the default experiment shortened to 240 steps, see
-PROOF_SCHEDULE, plus any overrides given), every proof must end with the same `params_sha256` and the same
-metrics.jsonl, line for line and bit for bit:
+PROOF_SCHEDULE, plus any overrides given), every proof must end with the same `params_sha256`, the same
+`rng_sha256` (every generator's state; the runs also draw from NumPy's and Python's, see faults.py) and the
+same metrics.jsonl, line for line and bit for bit:
   1. a second identical run;
   2. stopped mid-epoch at step k, then resumed in a new process;
   3. the same, resumed with 2 DataLoader workers and another checkpoint interval;
@@ -69,7 +70,8 @@ class Verdict:
 
 
 def compare(proof: str, reference: RunResult, candidate: RunResult) -> Verdict:
-    """Find the first logged line that differs; any problem the proof noticed counts as a difference too."""
+    """Find the first logged line that differs; any problem the proof noticed, and RNG states that differ at the
+    end (recorded by both runs), count as a difference too."""
     difference = "; ".join(candidate.problems)
     for index in range(max(len(reference.rows), len(candidate.rows))):
         expected = reference.rows[index] if index < len(reference.rows) else {}
@@ -79,6 +81,9 @@ def compare(proof: str, reference: RunResult, candidate: RunResult) -> Verdict:
             step = expected.get("step", got.get("step"))
             difference = difference or f"step {step} {key}: {expected.get(key)!r} vs {got.get(key)!r}"
             break
+    expected_rng, got_rng = reference.rng_sha256, candidate.rng_sha256
+    if expected_rng and got_rng and expected_rng != got_rng:
+        difference = difference or f"RNG state at the end: {expected_rng[:12]} vs {got_rng[:12]}"
     return Verdict(proof, reference.params_sha256, candidate.params_sha256, difference)
 
 

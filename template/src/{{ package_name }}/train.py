@@ -36,7 +36,7 @@ from .config import CONFIG_DIR, PROJECT_ROOT, check, identity
 from .determinism import capture_rng_state, make_deterministic, seed_everything
 from .errors import fail, one_line_config_errors
 from .files import write_json, write_text
-from .hashing import config_sha256, params_sha256
+from .hashing import config_sha256, params_sha256, rng_sha256
 from .tracking import Tracking
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def main(cfg: DictConfig) -> float:
         if metrics:
             tracking.log(step, metrics)
 
-        faults.pause_if_requested("step", step)
+        faults.step_end(step)
         if distributed.any_rank(context, preemption.stop_requested(), device) or step == stop_at:
             save()
             why = preemption.received_signal() or f"trainer.stop_at_step={stop_at}"
@@ -140,8 +140,14 @@ def main(cfg: DictConfig) -> float:
     tracking.close()
 
     evaluation = evaluation or evaluate(model, data.val_batches(), device)  # when resumed at the very end
+    rng = distributed.gather(context, capture_rng_state(device))  # what the run's next draws would give
     if context.is_main:
-        summary = {"params_sha256": params_sha256(model), "step": step, "metrics": evaluation}
+        summary = {
+            "params_sha256": params_sha256(model),
+            "rng_sha256": rng_sha256(rng),
+            "step": step,
+            "metrics": evaluation,
+        }
         write_json(run_dir / "summary.json", summary)
         log.info("finished %s: val/acc=%.4f", cfg.run_name, evaluation["val/acc"])
         log.info("params_sha256=%s", summary["params_sha256"])
