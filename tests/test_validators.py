@@ -72,7 +72,7 @@ def test_reserved_names_cover_this_python_and_the_dependencies() -> None:
 def test_package_name_is_derived_from_the_project_name(project_name: str, package_name: str, tmp_path: Path) -> None:
     import copier
 
-    worker = copier.Worker(
+    worker = copier.run_copy(
         str(ROOT),
         tmp_path / "p",
         data={"project_name": project_name},
@@ -80,7 +80,6 @@ def test_package_name_is_derived_from_the_project_name(project_name: str, packag
         vcs_ref="HEAD",
         pretend=True,
         unsafe=True,
+        quiet=True,
     )
-    with worker:
-        worker.run_copy()
-        assert worker.answers.combined["package_name"] == package_name
+    assert worker.answers.combined["package_name"] == package_name
