@@ -119,7 +119,7 @@ class Runner:
         rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         leftovers = [p.name for p in (run_dir / "checkpoints").glob(f"*{TEMP_SUFFIX}")]
         found = list(problems or []) + ([f"temporary files left: {leftovers}"] if leftovers else [])
-        return RunResult(summary["params_sha256"], rows, found, summary.get("rng_sha256"))
+        return RunResult(summary["params_sha256"], rows, found, summary["rng_sha256"])  # required here
 
     def copy(self, source: str, name: str) -> None:
         shutil.copytree(self.folder(source), self.folder(name))
