@@ -57,13 +57,13 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def reproducibility(session: nox.Session) -> None:
     install_locked(session)
-    session.run("python", "-m", f"{PACKAGE}.reproducibility", *session.posargs)
+    session.run("python", "-m", f"{PACKAGE}.proof", *session.posargs)
 
 
 @nox.session(python=False)
 def deps(session: nox.Session) -> None:
     # Only git and the standard library: it runs even before the locked environment can be installed.
-    session.run(sys.executable, f"src/{PACKAGE}/deps.py")
+    session.run(sys.executable, f"src/{PACKAGE}/core/deps.py")
 
 
 @nox.session(python=PYTHON)

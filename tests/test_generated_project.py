@@ -60,6 +60,14 @@ def test_generated_reproducibility_proof_passes(default_project: Path) -> None:
     assert set(rows.values()) == {"identical"}, rows
 
 
+def test_the_language_model_passes_the_proof_too(default_project: Path) -> None:
+    """The second task through the same loop, shortened to 60 steps (three checkpoints, three evaluations)."""
+    shortened = ["trainer.max_steps=60", "trainer.ckpt_every=20", "trainer.eval_every=20"]
+    rows = prove(default_project, "experiment=char_transformer", *shortened, expect=0)
+    assert {label[0] for label in rows} == ALL_PROOFS
+    assert set(rows.values()) == {"identical"}, rows
+
+
 RNG_RESTORES = {
     "torch": 'torch.set_rng_state(state["torch"])',  # drawn from by dropout
     "numpy": 'np.random.set_state((numpy["kind"], keys, numpy["pos"], numpy["has_gauss"], numpy["gauss"]))',
@@ -72,7 +80,7 @@ def test_not_restoring_one_rng_breaks_exactly_the_resume_proofs(
     default_project: Path, tmp_path: Path, generator: str
 ) -> None:
     """The bundled loop draws only from torch; NumPy's and Python's generators are caught by the proof's canary."""
-    project = broken_copy(default_project, tmp_path, "determinism.py", RNG_RESTORES[generator], "pass  # broken")
+    project = broken_copy(default_project, tmp_path, "core/determinism.py", RNG_RESTORES[generator], "pass  # broken")
     rows = prove(project, expect=1)
     identical = {label for label, result in rows.items() if result == "identical"}
     assert {label[0] for label in rows} == ALL_PROOFS
@@ -83,7 +91,7 @@ def test_not_skipping_the_consumed_batches_breaks_exactly_the_resume_proofs(
     default_project: Path, tmp_path: Path
 ) -> None:
     start = "self.sampler.epoch, self.sampler.start = self.epoch, self.batch"
-    project = broken_copy(default_project, tmp_path, "data.py", start, start.replace("self.batch", "0"))
+    project = broken_copy(default_project, tmp_path, "core/batches.py", start, start.replace("self.batch", "0"))
     rows = prove(project, "--only", "1,2,3,7", expect=1)
     assert {label[0]: result for label, result in rows.items()} == {
         "1": "identical",
@@ -95,7 +103,7 @@ def test_not_skipping_the_consumed_batches_breaks_exactly_the_resume_proofs(
 
 def test_an_unseeded_run_fails_the_first_proof(default_project: Path, tmp_path: Path) -> None:
     unseeded = "torch.manual_seed(int.from_bytes(os.urandom(4)))"
-    project = broken_copy(default_project, tmp_path, "determinism.py", "torch.manual_seed(seed)", unseeded)
+    project = broken_copy(default_project, tmp_path, "core/determinism.py", "torch.manual_seed(seed)", unseeded)
     assert prove(project, "--only", "1", expect=1) == {"1 two identical runs": "DIFFERENT"}
 
 

@@ -33,3 +33,26 @@ def run_training(data_dir: Path) -> RunTraining:
         return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
 
     return run
+
+
+# The character-level transformer, cut down to a few seconds: two checkpoints and two evaluations.
+SHORT_LM = [
+    "experiment=char_transformer",
+    "trainer.max_steps=20",
+    "trainer.ckpt_every=10",
+    "trainer.eval_every=10",
+    "sched.warmup_steps=5",
+    "model.width=32",
+    "model.depth=1",
+    "trainer.num_threads=1",
+]
+
+
+@pytest.fixture(scope="session")
+def lm_run(run_training: RunTraining, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of the language-model experiment, shortened."""
+    runs_dir = tmp_path_factory.mktemp("lm-runs")
+    done = run_training(runs_dir, *SHORT_LM)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (runs_dir / "char-lm").iterdir()
+    return run_dir

@@ -12,8 +12,8 @@ import torch
 
 from conftest import PACKAGE
 
-checkpoint = import_module(f"{PACKAGE}.checkpoint")
-files = import_module(f"{PACKAGE}.files")
+checkpoint = import_module(f"{PACKAGE}.core.checkpoint")
+files = import_module(f"{PACKAGE}.core.files")
 
 
 ORIGIN = {"config_sha256": "c" * 64, "commit": "a" * 40, "uv_lock_sha256": "l" * 64}

@@ -11,9 +11,9 @@ from omegaconf import DictConfig
 
 from conftest import PACKAGE, ROOT
 
-config = import_module(f"{PACKAGE}.config")
-errors = import_module(f"{PACKAGE}.errors")
-import_module(f"{PACKAGE}.naming")  # registers the run-name resolver
+config = import_module(f"{PACKAGE}.core.config")
+errors = import_module(f"{PACKAGE}.core.errors")
+import_module(f"{PACKAGE}.core.naming")  # registers the run-name resolver
 
 EXPERIMENTS = sorted(path.stem for path in (ROOT / "configs" / "experiment").glob("*.yaml"))
 
@@ -32,6 +32,13 @@ def test_default_config_is_sound() -> None:
     assert config.problems(cfg) == []
     assert cfg.paths.run_dir == f"runs/dev/{cfg.run_name}"
     assert cfg.model.in_features == cfg.data.num_features
+
+
+def test_the_language_model_reads_its_vocabulary_from_the_text() -> None:
+    cfg = composed("experiment=char_transformer")
+    assert cfg.model.vocab_size == cfg.data.vocab_size >= 100
+    assert cfg.model.context_length == cfg.data.context_length
+    assert cfg.objective._target_.endswith("LanguageModeling")
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -54,6 +61,10 @@ def test_every_experiment_is_sound(experiment: str) -> None:
         (["main_tag=my sweep"], "main_tag='my sweep' is not a valid tag"),
         (["tags=[exploratory,a/b]"], "tags='a/b' is not a valid tag"),
         (["tags=[candidate,exploratory]"], "tags=['candidate', 'exploratory'] must hold exactly one purpose"),
+        (["experiment=char_transformer", "model.width=130"], "model.width=130 must be a multiple of model.heads=4"),
+        (["experiment=char_transformer", "data.batch_size=99999"], "data.batch_size=99999 is larger than the "),
+        (["experiment=char_transformer", "data.context_length=0"], "data.context_length=0 must be >= 1"),
+        (["data.noise_std=-1"], "data.noise_std=-1.0 must be >= 0"),
     ],
 )
 def test_each_mistake_is_named_in_one_line(overrides: list[str], expected: str) -> None:

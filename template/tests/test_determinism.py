@@ -12,8 +12,8 @@ import torch
 
 from conftest import PACKAGE
 
-determinism = import_module(f"{PACKAGE}.determinism")
-hashing = import_module(f"{PACKAGE}.hashing")
+determinism = import_module(f"{PACKAGE}.core.determinism")
+hashing = import_module(f"{PACKAGE}.core.hashing")
 CPU = torch.device("cpu")
 
 

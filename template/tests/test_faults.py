@@ -15,7 +15,7 @@ from conftest import PACKAGE, ROOT
 ENTRY_POINT = """
 import atexit, sys, threading, time
 from pathlib import Path
-from {package} import faults
+from {package}.proof import faults
 
 def entry_point():
     atexit.register(lambda: Path("atexit.done").write_text("ran"))

@@ -11,7 +11,7 @@ from hydra.core.hydra_config import HydraConfig
 from conftest import PACKAGE
 from test_config import composed
 
-naming = import_module(f"{PACKAGE}.naming")
+naming = import_module(f"{PACKAGE}.core.naming")
 
 
 def name(*overrides: str) -> str:

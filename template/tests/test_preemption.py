@@ -10,7 +10,7 @@ import pytest
 
 from conftest import PACKAGE
 
-preemption = import_module(f"{PACKAGE}.preemption")
+preemption = import_module(f"{PACKAGE}.core.preemption")
 
 
 @pytest.fixture

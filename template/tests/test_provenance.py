@@ -10,7 +10,7 @@ import pytest
 
 from conftest import PACKAGE
 
-provenance = import_module(f"{PACKAGE}.provenance")
+provenance = import_module(f"{PACKAGE}.core.provenance")
 
 
 def test_secret_looking_names_keep_their_name_and_lose_their_value() -> None:
@@ -64,34 +64,6 @@ def test_slurm_job_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
     assert provenance.slurm_job() == {"job_id": "42", "restart_count": "1"}
-
-
-def test_launch_needs_a_clean_tree_and_a_pushed_commit(tmp_path: Path) -> None:
-    project, remote = tmp_path / "project", tmp_path / "remote.git"
-    identity = ["-c", "user.name=T", "-c", "user.email=t@e.org"]
-
-    def git(*args: str, cwd: Path = project) -> None:
-        subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True)
-
-    project.mkdir()
-    git("init", "--quiet", "--initial-branch=main")
-    (project / "a.txt").write_text("a\n")
-    git("add", "a.txt")
-    git("commit", "--quiet", "-m", "a")
-    assert provenance.launch_problems(project) == [
-        "the repository has no remote `origin`: add one (git remote add origin URL) and push"
-    ]
-    git("init", "--quiet", "--bare", str(remote), cwd=tmp_path)
-    git("remote", "add", "origin", str(remote))
-    git("push", "--quiet", "--set-upstream", "origin", "main")
-    assert provenance.launch_problems(project) == []
-    (project / "a.txt").write_text("changed\n")
-    assert provenance.launch_problems(project) == [
-        "the working tree has uncommitted changes: commit (or stash) them, then launch"
-    ]
-    git("commit", "--quiet", "-am", "b")
-    (problem,) = provenance.launch_problems(project)
-    assert problem.endswith("is not on any remote branch: git push, then launch")
 
 
 def test_without_git_installed_nothing_is_invented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,8 +9,8 @@ from importlib import import_module
 
 from conftest import PACKAGE, ROOT
 
-reproducibility = import_module(f"{PACKAGE}.reproducibility")
-RunResult = import_module(f"{PACKAGE}.proofs").RunResult
+reproducibility = import_module(f"{PACKAGE}.proof.reproducibility")
+RunResult = import_module(f"{PACKAGE}.proof.chains").RunResult
 
 
 def run(params: str, *losses: float, problems: list[str] | None = None) -> object:
@@ -52,7 +52,7 @@ def test_rng_states_that_differ_at_the_end_fail_unless_one_run_did_not_record_th
 
 
 def test_interruption_points_fall_mid_epoch() -> None:
-    schedule = import_module(f"{PACKAGE}.proofs").Schedule(max_steps=600, ckpt_every=100, batches_per_epoch=22)
+    schedule = import_module(f"{PACKAGE}.proof.chains").Schedule(max_steps=600, ckpt_every=100, batches_per_epoch=22)
     for seed in range(20):
         step = schedule.mid_epoch_step(random.Random(seed))
         assert 150 <= step < 450 and step % 22 and step % 100
@@ -69,7 +69,7 @@ def test_the_proofs_default_run_crosses_epochs_and_has_a_checkpoint_before_each_
 
 
 def test_a_bad_override_is_refused_in_one_line_before_any_run() -> None:
-    command = [sys.executable, "-m", f"{PACKAGE}.reproducibility", "--only", "1", "optim.nope=3"]
+    command = [sys.executable, "-m", f"{PACKAGE}.proof", "--only", "1", "optim.nope=3"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 2
     assert done.stderr.startswith("error: Could not override 'optim.nope'"), done.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 from conftest import PACKAGE
 
 tracking = import_module(f"{PACKAGE}.tracking")
+jsonl = import_module(f"{PACKAGE}.tracking.jsonl")
 
 
 def logged_steps(path: Path) -> list[int]:
@@ -16,7 +17,7 @@ def logged_steps(path: Path) -> list[int]:
 
 
 def test_jsonl_lines_are_buffered_until_flush(tmp_path: Path) -> None:
-    tracker = tracking.JsonlTracker(tmp_path, "metrics.jsonl")
+    tracker = jsonl.JsonlTracker(tmp_path, "metrics.jsonl")
     tracker.log(10, {"train/loss": 0.5})
     assert not (tmp_path / "metrics.jsonl").exists()
     tracker.flush()
@@ -29,13 +30,13 @@ def test_jsonl_lines_are_buffered_until_flush(tmp_path: Path) -> None:
 
 
 def test_a_restarted_run_drops_lines_past_its_start(tmp_path: Path) -> None:
-    first = tracking.JsonlTracker(tmp_path, "metrics.jsonl")
+    first = jsonl.JsonlTracker(tmp_path, "metrics.jsonl")
     for step in (10, 20, 30, 40):
         first.log(step, {"train/loss": 1.0 / step})
     first.close()
-    tracking.JsonlTracker(tmp_path, "metrics.jsonl", start_step=20).close()
+    jsonl.JsonlTracker(tmp_path, "metrics.jsonl", start_step=20).close()
     assert logged_steps(tmp_path / "metrics.jsonl") == [10, 20]
-    tracking.JsonlTracker(tmp_path, "metrics.jsonl").close()
+    jsonl.JsonlTracker(tmp_path, "metrics.jsonl").close()
     assert logged_steps(tmp_path / "metrics.jsonl") == []
 
 
@@ -51,7 +52,7 @@ class Broken:
 
 
 def test_a_failing_tracker_is_dropped_and_the_others_carry_on(tmp_path: Path) -> None:
-    fan_out = tracking.Tracking({"broken": Broken(), "jsonl": tracking.JsonlTracker(tmp_path, "metrics.jsonl")})
+    fan_out = tracking.Tracking({"broken": Broken(), "jsonl": jsonl.JsonlTracker(tmp_path, "metrics.jsonl")})
     fan_out.log(10, {"train/loss": 0.5})
     fan_out.log(20, {"train/loss": 0.25})
     fan_out.close()

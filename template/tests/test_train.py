@@ -34,6 +34,17 @@ def test_default_experiment_learns_the_digits(default_run: Path) -> None:
     assert re.fullmatch(r"[0-9a-f]{64}", summary["rng_sha256"])
 
 
+def test_the_same_loop_trains_a_language_model(lm_run: Path) -> None:
+    lines = [json.loads(line) for line in (lm_run / "metrics.jsonl").read_text().splitlines()]
+    evaluations = [line for line in lines if "val/bpc" in line]
+    assert [line["step"] for line in evaluations] == [10, 20]
+    assert all({"val/loss", "val/bpc"} <= set(line) and "val/acc" not in line for line in evaluations)
+    summary = json.loads((lm_run / "summary.json").read_text())
+    assert set(summary["metrics"]) == {"val/loss", "val/bpc"} and summary["step"] == 20
+    assert summary["metrics"]["val/bpc"] < 7  # below a uniform guess over the text's ~103 symbols (6.7 bits)
+    assert lm_run.name.startswith("char_transformer__")
+
+
 def test_run_folder_holds_the_resolved_config_and_one_line_per_logged_step(default_run: Path) -> None:
     assert re.fullmatch(r"base__[0-9a-f]{8}", default_run.name)
     saved = OmegaConf.load(default_run / "config.yaml")

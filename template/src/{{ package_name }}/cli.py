@@ -6,14 +6,17 @@ import argparse
 from importlib.metadata import version
 from pathlib import Path
 
+from .core.errors import fail
+
 PACKAGE = __package__ or __name__.rpartition(".")[0]
 
 DESCRIPTION = f"""\
 Experiments run from one config-driven training loop.
 
 train:            python -m {PACKAGE}.train [overrides]   e.g. optim.lr=1e-3 experiment=wide_mlp
+another task:     python -m {PACKAGE}.train experiment=char_transformer
 see the config:   python -m {PACKAGE}.train --cfg job
-prove the bits:   nox -s reproducibility
+prove the bits:   nox -s reproducibility   (or: python -m {PACKAGE}.proof)
 """
 
 
@@ -31,6 +34,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("run_dir", type=Path, help="the run's folder, runs/<main_tag>/<run_name>")
     again.add_argument("--steps", type=int, default=None, help="re-run and compare only the first N steps")
+    text = commands.add_parser(
+        "sample",
+        help="print text generated from a language-model run's latest checkpoint",
+        description="Print the prompt followed by text generated from a language-model run's latest checkpoint. "
+        "The same run, prompt and seed give the same text.",
+    )
+    text.add_argument("run_dir", type=Path, help="the run's folder, runs/<main_tag>/<run_name>")
+    text.add_argument("--chars", type=int, default=500, help="how many characters to generate (default: 500)")
+    text.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
+    text.add_argument("--seed", type=int, default=0, help="seed of the draws (default: 0)")
+    text.add_argument("--temperature", type=float, default=1.0, help="below 1: safer text; above 1: wilder")
     return parser
 
 
@@ -39,9 +53,20 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "reproduce":
         if args.steps is not None and args.steps < 1:
-            parser.error(f"--steps must be at least 1, not {args.steps}")
-        from .reproduce import reproduce  # loads Hydra only for this command
+            fail([f"--steps must be at least 1, not {args.steps}"])
+        from .proof.reproduce import reproduce  # loads Hydra only for this command
 
         reproduce(args.run_dir, args.steps)
+    elif args.command == "sample":
+        mistakes = [
+            *([f"--chars must be at least 1, not {args.chars}"] if args.chars < 1 else []),
+            *(["--prompt must not be empty: give text to continue, e.g. --prompt 'The '"] if not args.prompt else []),
+            *([f"--temperature must be > 0, not {args.temperature}"] if args.temperature <= 0 else []),
+        ]
+        if mistakes:
+            fail(mistakes)
+        from .research.sampling import sample  # loads torch only for this command
+
+        print(sample(args.run_dir, args.chars, args.prompt, args.seed, args.temperature))
     else:
         parser.print_help()

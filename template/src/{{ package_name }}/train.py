@@ -3,17 +3,21 @@
     python -m <package>.train                         # the default experiment
     python -m <package>.train optim.lr=1e-3 seed=1    # any override
     python -m <package>.train experiment=wide_mlp     # an experiment file from configs/experiment/
+    python -m <package>.train experiment=char_transformer   # another task: the same loop, other components
     torchrun --nproc-per-node 2 -m <package>.train    # the same loop, data-parallel
 
-Started again on the same config, a run resumes from its latest valid checkpoint. SIGTERM, SIGUSR1 or SIGUSR2
-make it save at the next step and exit with code 75 ("requeue me"). It leaves in the run folder
-`config.yaml`, `metrics.jsonl`, `checkpoints/`, `status.json` and, once finished, `summary.json`.
+What a batch is, how it becomes a loss and which metrics evaluation reports come from the config (`data`,
+`objective`): the loop never knows the task. Started again on the same config, a run resumes from its latest
+valid checkpoint. SIGTERM, SIGUSR1 or SIGUSR2 make it save at the next step and exit with code 75 ("requeue
+me"). It leaves in the run folder `config.yaml`, `metrics.jsonl`, `checkpoints/`, `status.json` and, once
+finished, `summary.json`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 
 import hydra
@@ -24,22 +28,25 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from . import (
+from .core import (
     distributed,
-    faults,
     naming,  # noqa: F401  (registers the `auto_run_name` resolver that configs/train.yaml uses)
     preemption,
     provenance,
 )
-from .checkpoint import CheckpointDir, CheckpointUnreadable, Origin, restore, resume_problems, snapshot
-from .config import CONFIG_DIR, PROJECT_ROOT, check, identity
-from .determinism import capture_rng_state, make_deterministic, seed_everything
-from .errors import fail, one_line_config_errors
-from .files import write_json, write_text
-from .hashing import config_sha256, params_sha256, rng_sha256
+from .core.batches import TrainStream, evaluation_batches
+from .core.checkpoint import CheckpointDir, CheckpointUnreadable, Origin, restore, resume_problems, snapshot
+from .core.config import CONFIG_DIR, PROJECT_ROOT, check, identity
+from .core.determinism import capture_rng_state, make_deterministic, seed_everything
+from .core.errors import fail, one_line_config_errors
+from .core.files import write_json, write_text
+from .core.hashing import config_sha256, params_sha256, rng_sha256
+from .proof import faults
+from .research.objectives import Objective
 from .tracking import Tracking
 
 log = logging.getLogger(__name__)
+Batch = tuple[torch.Tensor, ...]
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
@@ -47,9 +54,10 @@ def main(cfg: DictConfig) -> float:
     OmegaConf.resolve(cfg)
     run_dir, trainer = Path(cfg.paths.run_dir), cfg.trainer
     check(cfg, run_dir)  # before any data is loaded: one line per mistake, exit code 2
+    objective: Objective = instantiate(cfg.objective, _convert_="all")
     if (run_dir / "summary.json").exists():  # one name is one experiment: a finished run is not trained again
         log.info("%s has finished already (see %s/summary.json): nothing to do", cfg.run_name, run_dir)
-        return json.loads((run_dir / "summary.json").read_text())["metrics"]["val/acc"]
+        return json.loads((run_dir / "summary.json").read_text())["metrics"][objective.main_metric]
 
     context = distributed.context_from_env()
     device = make_deterministic(trainer.num_threads, distributed.device_for(context, trainer.device))
@@ -67,7 +75,8 @@ def main(cfg: DictConfig) -> float:
     model = instantiate(cfg.model, _convert_="all").to(device)
     optimizer = instantiate(cfg.optim, _convert_="all")(model.parameters())
     scheduler = instantiate(cfg.sched, _convert_="all")(optimizer)
-    stream = data.train_stream(cfg.seed, trainer.num_workers, context.rank, context.world_size)
+    stream = TrainStream(data.train, data.batch_size, cfg.seed, trainer.num_workers, context.rank, context.world_size)
+    val_batches = evaluation_batches(data.val, data.eval_batch_size)
 
     # Resume from the latest valid checkpoint, if this run has one.
     checkpoints = CheckpointDir(run_dir / "checkpoints", trainer.keep_last)
@@ -107,8 +116,8 @@ def main(cfg: DictConfig) -> float:
     evaluation: dict[str, float] = {}
     while step < max_steps:
         step += 1
-        inputs, labels = (tensor.to(device, non_blocking=True) for tensor in next(stream))
-        loss = train_step(ddp_model, optimizer, inputs, labels, clip)
+        batch = tuple(tensor.to(device, non_blocking=True) for tensor in next(stream))
+        loss = train_step(ddp_model, objective, optimizer, batch, clip)
         scheduler.step()
         progress.update()
 
@@ -116,7 +125,7 @@ def main(cfg: DictConfig) -> float:
         if step % log_every == 0 or step == max_steps:
             metrics |= {"train/loss": distributed.mean(context, loss).item(), "lr": scheduler.get_last_lr()[0]}
         if step % eval_every == 0 or step == max_steps:
-            evaluation = evaluate(model, data.val_batches(), device)
+            evaluation = evaluate(model, objective, val_batches, device)
             metrics |= evaluation
             log.info("step %d/%d  %s", step, max_steps, "  ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
         if metrics:
@@ -139,7 +148,7 @@ def main(cfg: DictConfig) -> float:
     progress.close()
     tracking.close()
 
-    evaluation = evaluation or evaluate(model, data.val_batches(), device)  # when resumed at the very end
+    evaluation = evaluation or evaluate(model, objective, val_batches, device)  # when resumed at the very end
     rng = distributed.gather(context, capture_rng_state(device))  # what the run's next draws would give
     if context.is_main:
         summary = {
@@ -149,11 +158,11 @@ def main(cfg: DictConfig) -> float:
             "metrics": evaluation,
         }
         write_json(run_dir / "summary.json", summary)
-        log.info("finished %s: val/acc=%.4f", cfg.run_name, evaluation["val/acc"])
+        log.info("finished %s: %s", cfg.run_name, "  ".join(f"{k}={v:.4g}" for k, v in evaluation.items()))
         log.info("params_sha256=%s", summary["params_sha256"])
     set_status(context, run_dir, "finished", step)
     distributed.stop(context)
-    return evaluation["val/acc"]
+    return evaluation[objective.main_metric]
 
 
 def set_status(context: distributed.Context, run_dir: Path, state: str, step: int) -> None:
@@ -162,11 +171,11 @@ def set_status(context: distributed.Context, run_dir: Path, state: str, step: in
 
 
 def train_step(
-    model: nn.Module, optimizer: torch.optim.Optimizer, inputs: torch.Tensor, labels: torch.Tensor, clip: float | None
+    model: nn.Module, objective: Objective, optimizer: torch.optim.Optimizer, batch: Batch, clip: float | None
 ) -> torch.Tensor:
     """One optimisation step; returns the loss as a tensor, so that reading it never forces a device sync."""
     model.train()
-    loss = nn.functional.cross_entropy(model(inputs), labels)
+    loss = objective.loss(model, batch)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if clip is not None:
@@ -176,16 +185,16 @@ def train_step(
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, batches: torch.utils.data.DataLoader, device: torch.device) -> dict[str, float]:
+def evaluate(
+    model: nn.Module, objective: Objective, batches: Iterable[Batch], device: torch.device
+) -> dict[str, float]:
+    """The objective's metrics over the whole validation set, from sums added up on the device (one sync)."""
     model.eval()
-    loss_sum, correct, count = torch.zeros((), device=device), torch.zeros((), device=device), 0
-    for inputs, labels in batches:
-        inputs, labels = inputs.to(device), labels.to(device)
-        logits = model(inputs)
-        loss_sum += nn.functional.cross_entropy(logits, labels, reduction="sum")
-        correct += (logits.argmax(dim=1) == labels).sum()
-        count += len(labels)
-    return {"val/loss": loss_sum.item() / count, "val/acc": correct.item() / count}
+    totals: dict[str, torch.Tensor] = {}
+    for batch in batches:
+        sums = objective.evaluation_sums(model, tuple(tensor.to(device) for tensor in batch))
+        totals = {key: totals[key] + value if key in totals else value for key, value in sums.items()}
+    return objective.metrics({key: value.item() for key, value in totals.items()})
 
 
 def cli() -> None:

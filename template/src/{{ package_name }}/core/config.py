@@ -1,8 +1,9 @@
-"""The config schema (dataclasses in Hydra's ConfigStore) and the cross-field checks run before any data loads.
+"""The root config schema, the checks run before any data loads, and a run's identity.
 
-Each YAML option extends one schema here, so a misspelled key or a wrongly typed value is refused by Hydra
-while the config is composed. What types cannot say (a positive learning rate, a batch that fits in the
-training set) is checked by `check`, which prints one line per mistake and exits with code 2.
+The root schema and the machinery's groups (trainer, logger, paths) are typed here; the research components'
+schemas are in research/schemas.py. A misspelled key or a wrongly typed value is refused by Hydra while the
+config is composed. What types cannot say (a positive learning rate, a batch that fits in the training set) is
+checked by `check`, which prints one line per mistake and exits with code 2.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ from hydra.core.config_store import ConfigStore
 from hydra.utils import get_object
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from ..research import schemas
 from .errors import fail
 
-PACKAGE = __package__ or __name__.rpartition(".")[0]
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout: src/<package>/config.py is two levels down
+PACKAGE = (__package__ or __name__).partition(".")[0]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]  # the checkout: src/<package>/core/config.py
 CONFIG_DIR = PROJECT_ROOT / "configs"
+
+# The groups that hold research components, each built by `hydra.utils.instantiate` from its `_target_`.
+COMPONENT_GROUPS = ("model", "data", "objective", "optim", "sched")
 
 # Settings that change where a run writes, what it logs or how it is scheduled, never what it computes. They are
 # left out of a run's identity (its name and config hash), so that moving a run, giving it more workers or
@@ -45,67 +50,6 @@ NON_IDENTITY_KEYS = (
 )
 
 
-# --- Model ---------------------------------------------------------------------------------------------------
-@dataclass
-class MLPConfig:
-    _target_: str = f"{PACKAGE}.models.MLP"
-    in_features: int = MISSING
-    num_classes: int = MISSING
-    hidden_sizes: list[int] = field(default_factory=lambda: [128, 128])
-    dropout: float = 0.1
-
-
-# --- Data ----------------------------------------------------------------------------------------------------
-@dataclass
-class DigitsConfig:
-    _target_: str = f"{PACKAGE}.data.Digits"
-    batch_size: int = 64
-    val_fraction: float = 0.2
-    split_seed: int = 0
-    noise_std: float = 0.05
-    # Facts about the dataset, known before loading it so that `check` can test the batch size early.
-    num_samples: int = 1797
-    num_features: int = 64
-    num_classes: int = 10
-
-
-# --- Optimizer (built later with the model's parameters) -----------------------------------------------------
-@dataclass
-class AdamWConfig:
-    _target_: str = "torch.optim.AdamW"
-    _partial_: bool = True
-    lr: float = 3e-3
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
-    weight_decay: float = 1e-4
-
-
-@dataclass
-class SGDConfig:
-    _target_: str = "torch.optim.SGD"
-    _partial_: bool = True
-    lr: float = 0.1
-    momentum: float = 0.9
-    nesterov: bool = True
-    weight_decay: float = 1e-4
-
-
-# --- Learning-rate schedule (built later with the optimizer) -------------------------------------------------
-@dataclass
-class WarmupCosineConfig:
-    _target_: str = f"{PACKAGE}.schedules.warmup_cosine"
-    _partial_: bool = True
-    warmup_steps: int = 50
-    total_steps: int = "${trainer.max_steps}"  # type: ignore[assignment]
-    min_lr_ratio: float = 0.05
-
-
-@dataclass
-class ConstantConfig:
-    _target_: str = f"{PACKAGE}.schedules.constant"
-    _partial_: bool = True
-    warmup_steps: int = 0
-
-
 # --- Infrastructure, logging and paths -----------------------------------------------------------------------
 @dataclass
 class TrainerConfig:
@@ -126,7 +70,7 @@ class TrainerConfig:
 
 @dataclass
 class JsonlConfig:
-    _target_: str = f"{PACKAGE}.tracking.JsonlTracker"
+    _target_: str = f"{PACKAGE}.tracking.jsonl.JsonlTracker"
     filename: str = "metrics.jsonl"
 
 
@@ -146,6 +90,7 @@ class PathsConfig:
 class TrainConfig:
     model: Any = MISSING
     data: Any = MISSING
+    objective: Any = MISSING
     optim: Any = MISSING
     sched: Any = MISSING
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
@@ -160,12 +105,7 @@ class TrainConfig:
 def register_schemas() -> None:
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
-    store.store(group="model", name="mlp_schema", node=MLPConfig)
-    store.store(group="data", name="digits_schema", node=DigitsConfig)
-    store.store(group="optim", name="adamw_schema", node=AdamWConfig)
-    store.store(group="optim", name="sgd_schema", node=SGDConfig)
-    store.store(group="sched", name="warmup_cosine_schema", node=WarmupCosineConfig)
-    store.store(group="sched", name="constant_schema", node=ConstantConfig)
+    schemas.register(store)
 
 
 register_schemas()
@@ -174,20 +114,11 @@ register_schemas()
 # --- Cross-field checks --------------------------------------------------------------------------------------
 def problems(cfg: DictConfig) -> list[str]:
     """Every mistake in a composed config, one line each, saying what to pass instead."""
-    found: list[str] = []
-    trainer, data = cfg.trainer, cfg.data
-    if cfg.optim.lr <= 0:
-        found.append(f"optim.lr={cfg.optim.lr} must be > 0: pass a positive learning rate, e.g. optim.lr=3e-3")
-    if not 0 < data.val_fraction < 1:
-        found.append(f"data.val_fraction={data.val_fraction} must be between 0 and 1, e.g. data.val_fraction=0.2")
-    train_size = data.num_samples - round(data.num_samples * data.val_fraction)
-    if data.batch_size < 1:
-        found.append(f"data.batch_size={data.batch_size} must be >= 1, e.g. data.batch_size=64")
-    elif 0 < data.val_fraction < 1 and data.batch_size > train_size:
-        found.append(
-            f"data.batch_size={data.batch_size} is larger than the training set ({train_size} samples): "
-            f"pass data.batch_size={train_size} or less"
-        )
+    found = [line for group in COMPONENT_GROUPS for line in _target_problems(group, cfg[group])]
+    settings = {group: _settings(group, cfg[group], found) for group in COMPONENT_GROUPS}
+    own = [line for group in COMPONENT_GROUPS for line in _own_problems(settings[group])]
+    found += own
+    trainer = cfg.trainer
     for key in ("max_steps", "eval_every", "log_every", "num_threads", "ckpt_every", "keep_last"):
         if trainer[key] < 1:
             found.append(f"trainer.{key}={trainer[key]} must be >= 1")
@@ -197,24 +128,18 @@ def problems(cfg: DictConfig) -> list[str]:
         found.append(
             f"trainer.stop_at_step={trainer.stop_at_step} must lie between 1 and trainer.max_steps - 1, or be null"
         )
-    if data.noise_std < 0:
-        found.append(f"data.noise_std={data.noise_std} must be >= 0 (0 turns the noise off)")
-    world_size = int(os.environ.get("WORLD_SIZE", 1))
-    if data.batch_size % world_size:
-        found.append(
-            f"data.batch_size={data.batch_size} must be a multiple of the {world_size} processes that share it"
-        )
     if trainer.grad_clip_norm is not None and trainer.grad_clip_norm <= 0:
         found.append(f"trainer.grad_clip_norm={trainer.grad_clip_norm} must be > 0, or null to turn clipping off")
-    if cfg.sched.warmup_steps < 0 or cfg.sched.warmup_steps > trainer.max_steps:
+    warmup = cfg.sched.get("warmup_steps", 0)
+    if warmup < 0 or warmup > trainer.max_steps:
         found.append(
-            f"sched.warmup_steps={cfg.sched.warmup_steps} must lie between 0 and "
-            f"trainer.max_steps={trainer.max_steps}: lower the warmup or raise the step budget"
+            f"sched.warmup_steps={warmup} must lie between 0 and trainer.max_steps={trainer.max_steps}: "
+            "lower the warmup or raise the step budget"
         )
+    train_samples = getattr(settings["data"], "train_samples", None)
+    found += _batch_problems(cfg.data.batch_size, train_samples() if train_samples and not own else None)
     found += _tag_problems(cfg.main_tag, list(cfg.tags))
     found += _device_problems(trainer.device)
-    for group in ("model", "data", "optim", "sched"):
-        found += _target_problems(group, cfg[group])
     return found
 
 
@@ -270,6 +195,36 @@ def _device_problems(device: str) -> list[str]:
         if not torch.cuda.is_available():
             return [f"trainer.device={device} but no CUDA device is visible: pass trainer.device=cpu"]
     return []
+
+
+def _settings(group: str, node: DictConfig, found: list[str]) -> Any:
+    """The group's settings as its schema's dataclass (research/schemas.py), or None for an untyped option."""
+    try:
+        return OmegaConf.to_object(node)
+    except Exception as error:  # a value its schema cannot hold: report it with the other mistakes
+        found.append(f"the {group} settings are incomplete or invalid: {str(error).splitlines()[0]}")
+        return None
+
+
+def _own_problems(settings: Any) -> list[str]:
+    """What a component's schema finds wrong with its own settings (its `problems()` method, if it has one)."""
+    check = getattr(settings, "problems", None)
+    return check() if callable(check) else []
+
+
+def _batch_problems(batch_size: int, train_samples: int | None) -> list[str]:
+    if batch_size < 1:
+        return [f"data.batch_size={batch_size} must be >= 1, e.g. data.batch_size=64"]
+    found = []
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    if batch_size % world_size:
+        found.append(f"data.batch_size={batch_size} must be a multiple of the {world_size} processes that share it")
+    if train_samples is not None and batch_size > train_samples:
+        found.append(
+            f"data.batch_size={batch_size} is larger than the training set ({train_samples} samples): "
+            f"pass data.batch_size={train_samples} or less"
+        )
+    return found
 
 
 def _target_problems(group: str, node: DictConfig) -> list[str]:

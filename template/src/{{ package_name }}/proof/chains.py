@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import TEMP_SUFFIX
-from .preemption import REQUEUE_EXIT_CODE
+from ..core.files import TEMP_SUFFIX
+from ..core.preemption import REQUEUE_EXIT_CODE
 
-PACKAGE = __package__ or __name__.rpartition(".")[0]
+PACKAGE = (__package__ or __name__).partition(".")[0]
 TIMEOUT_S = 900  # for one training process; a default run takes well under a minute
 
 

@@ -1,4 +1,4 @@
-"""Models. Each is a plain `nn.Module` built by `hydra.utils.instantiate` from a `configs/model/` option."""
+"""A multilayer perceptron classifier (configs/model/mlp.yaml)."""
 
 from __future__ import annotations
 

@@ -16,10 +16,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .config import NON_IDENTITY_KEYS, PROJECT_ROOT
-from .errors import fail
-from .preemption import REQUEUE_EXIT_CODE
-from .proofs import RunResult
+from ..core.config import NON_IDENTITY_KEYS, PROJECT_ROOT
+from ..core.errors import fail
+from ..core.preemption import REQUEUE_EXIT_CODE
+from .chains import RunResult
 from .reproducibility import compare, print_table
 
 NOT_COMPARED = "(not compared)"

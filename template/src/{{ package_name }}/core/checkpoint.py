@@ -26,8 +26,8 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
-from . import faults
-from .data import TrainStream
+from ..proof import faults
+from .batches import TrainStream
 from .determinism import restore_rng_state
 from .files import remove_stale_temporaries, write_atomic, write_json, write_text
 

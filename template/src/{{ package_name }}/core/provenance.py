@@ -83,33 +83,17 @@ def write(run_dir: Path, root: Path, found: dict[str, Any]) -> None:
 
 def git_state(root: Path) -> dict[str, Any]:
     """Commit, branch, remote and dirtiness of the checkout at `root` (None values outside a git checkout)."""
-    if _git(root, "rev-parse", "--is-inside-work-tree") != "true":
+    if git_output(root, "rev-parse", "--is-inside-work-tree") != "true":
         return {"commit": None, "branch": None, "remote_url": None, "dirty": None, "diff_sha256": None}
-    status = _git(root, "status", "--porcelain", "--ignore-submodules=none")
-    changes = diff(root) + _git(root, "ls-files", "--others", "--exclude-standard").encode() if status else b""
+    status = git_output(root, "status", "--porcelain", "--ignore-submodules=none")
+    changes = diff(root) + git_output(root, "ls-files", "--others", "--exclude-standard").encode() if status else b""
     return {
-        "commit": _git(root, "rev-parse", "HEAD"),
-        "branch": _git(root, "rev-parse", "--abbrev-ref", "HEAD"),
-        "remote_url": _git(root, "config", "--get", "remote.origin.url") or None,
+        "commit": git_output(root, "rev-parse", "HEAD"),
+        "branch": git_output(root, "rev-parse", "--abbrev-ref", "HEAD"),
+        "remote_url": git_output(root, "config", "--get", "remote.origin.url") or None,
         "dirty": bool(status),
         "diff_sha256": hashlib.sha256(changes).hexdigest() if status else None,
     }
-
-
-def launch_problems(root: Path) -> list[str]:
-    """Why the commit at `root` cannot be launched as a job yet, one line each: a job checks out a commit from
-    the remote, so it must be committed (a clean tree) and pushed."""
-    state = git_state(root)
-    if state["commit"] is None:
-        return [f"{root} is not a git checkout: jobs run commits, so commit your project first"]
-    found = []
-    if state["dirty"]:
-        found.append("the working tree has uncommitted changes: commit (or stash) them, then launch")
-    if state["remote_url"] is None:
-        found.append("the repository has no remote `origin`: add one (git remote add origin URL) and push")
-    elif not _git(root, "branch", "--remotes", "--contains", state["commit"]):
-        found.append(f"commit {state['commit'][:12]} is not on any remote branch: git push, then launch")
-    return found
 
 
 def diff(root: Path) -> bytes:
@@ -131,7 +115,7 @@ def file_sha256(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
-def _git(root: Path, *args: str) -> str:
+def git_output(root: Path, *args: str) -> str:
     """git's answer, or "" when git fails or is not installed (as in the container image)."""
     try:
         done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import preemption
+from ..core import preemption
 
 _PAUSE = os.environ.get("REPRODUCIBILITY_PAUSE", "")
 _MARKER = os.environ.get("REPRODUCIBILITY_PAUSE_MARKER", "")

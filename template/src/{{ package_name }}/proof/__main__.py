@@ -1,0 +1,3 @@
+from .reproducibility import main
+
+main()

@@ -1,0 +1,1 @@
+"""Models: plain `nn.Module`s, one per file, each built from a `configs/model/` option."""
