@@ -3,11 +3,13 @@
 nox -s reproducibility   generate a default project into a temporary folder and run its own proof
 nox -s tests             the template's test suite (generation matrix, hooks, validators, generated sessions)
 nox -s lint              ruff on the template repository, including the plain .py files in template/
+nox -s examples          generate each example project (examples/), train it briefly and run its proof
 """
 
 from __future__ import annotations
 
 import tempfile
+import tomllib
 from pathlib import Path
 
 import nox
@@ -42,3 +44,39 @@ def reproducibility(session: nox.Session) -> None:
         session.run("copier", "copy", "--trust", "--defaults", "--quiet", "--vcs-ref", "HEAD", str(ROOT), str(project))
         session.chdir(project)
         session.run("nox", "--non-interactive", "-s", "reproducibility", "--", *session.posargs)
+
+
+# What `nox -s examples` runs in each example project (examples/<name>.yml): the overrides of a short training
+# run, then those of its reproducibility proof.
+EXAMPLES = {
+    "digits": (["trainer.max_steps=100", "sched.warmup_steps=10"], []),
+    "char_lm": (
+        ["experiment=char_transformer", "trainer.max_steps=60"],
+        ["experiment=char_transformer", "trainer.max_steps=60", "trainer.ckpt_every=20", "trainer.eval_every=20"],
+    ),
+    "lab_models": (
+        ["experiment=lab_residual", "trainer.max_steps=100", "sched.warmup_steps=10"],
+        ["experiment=lab_residual"],
+    ),
+}
+
+
+@nox.session
+def examples(session: nox.Session) -> None:
+    """Each example project, generated as its user would, trains briefly and proves its bits (-- NAME... for some)."""
+    names = session.posargs or sorted(EXAMPLES)
+    if unknown := sorted(set(names) - set(EXAMPLES)):
+        session.error(f"no example {unknown[0]!r}: pick from {', '.join(sorted(EXAMPLES))}")
+    session.install(*DEV)
+    with tempfile.TemporaryDirectory(prefix="template-examples-") as scratch:
+        for name in names:
+            training, proof = EXAMPLES[name]
+            project = Path(scratch) / name
+            session.log(f"{name}: generating from examples/{name}.yml into {project}")
+            session.run("python", str(ROOT / "examples" / "build.py"), name, str(project))
+            package = tomllib.loads((project / "pyproject.toml").read_text())["project"]["name"]
+            with session.chdir(project):
+                train = ["uv", "run", "--frozen", "python", "-m", f"{package}.train", "trainer.progress_bar=false"]
+                session.run(*train, *training, external=True)
+                session.run("nox", "--non-interactive", "-s", "reproducibility", "--", *proof)
+            session.log(f"{name}: trained, and its proof passed")
