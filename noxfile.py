@@ -19,6 +19,9 @@ nox.options.sessions = ["lint", "tests"]
 
 ROOT = Path(__file__).resolve().parent
 DEV = nox.project.dependency_groups(nox.project.load_toml(ROOT / "pyproject.toml"), "dev")
+# Commands in a generated project run as from a user's shell: without this session's venv variables, with which
+# `uv run` there would sync the project's lock into this session's venv (and remove copier from it).
+OUTSIDE_THIS_VENV = ["env", "-u", "VIRTUAL_ENV", "-u", "UV_PROJECT_ENVIRONMENT", "-u", "UV_PYTHON"]
 
 
 @nox.session
@@ -43,7 +46,16 @@ def reproducibility(session: nox.Session) -> None:
         session.log(f"generating a default project from {ROOT} into {project}")
         session.run("copier", "copy", "--trust", "--defaults", "--quiet", "--vcs-ref", "HEAD", str(ROOT), str(project))
         session.chdir(project)
-        session.run("nox", "--non-interactive", "-s", "reproducibility", "--", *session.posargs)
+        session.run(
+            *OUTSIDE_THIS_VENV,
+            "nox",
+            "--non-interactive",
+            "-s",
+            "reproducibility",
+            "--",
+            *session.posargs,
+            external=True,
+        )
 
 
 # What `nox -s examples` runs in each example project (examples/<name>.yml): the overrides of a short training
@@ -77,6 +89,8 @@ def examples(session: nox.Session) -> None:
             package = tomllib.loads((project / "pyproject.toml").read_text())["project"]["name"]
             with session.chdir(project):
                 train = ["uv", "run", "--frozen", "python", "-m", f"{package}.train", "trainer.progress_bar=false"]
-                session.run(*train, *training, external=True)
-                session.run("nox", "--non-interactive", "-s", "reproducibility", "--", *proof)
+                session.run(*OUTSIDE_THIS_VENV, *train, *training, external=True)
+                session.run(
+                    *OUTSIDE_THIS_VENV, "nox", "--non-interactive", "-s", "reproducibility", "--", *proof, external=True
+                )
             session.log(f"{name}: trained, and its proof passed")
