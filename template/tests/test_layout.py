@@ -4,6 +4,7 @@ and one loop that never names a task."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -40,8 +41,8 @@ GRAPH = {module_name(path): imports(path) for path in MODULES}
 
 
 def test_the_folders_name_the_design() -> None:
-    folders = {path.name for path in SOURCE.iterdir() if path.is_dir() and path.name != "__pycache__"}
-    assert folders == {"research", "core", "tracking", "launch", "proof"}
+    folders = {path.name for path in SOURCE.iterdir() if path.is_dir()}
+    assert folders >= {"research", "core", "tracking", "launch", "proof"}
     assert {path.name for path in (SOURCE / "research").iterdir() if path.is_dir()} >= {
         "models",
         "datasets",
@@ -94,9 +95,12 @@ def test_the_loop_never_names_a_task() -> None:
     words |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     words |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
               and id(n) not in docstrings}  # fmt: skip
-    text = " ".join(words).lower()
-    for task_word in ("digit", "pydoc", "char", "label", "acc", "bpc", "cross_entropy", "token", "logits"):
-        assert task_word not in text, task_word
+    tokens = set(re.findall(r"[a-z]+", " ".join(words).lower()))
+    assert tokens.isdisjoint(TASK_WORDS), sorted(tokens & TASK_WORDS)
+
+
+TASK_WORDS = {"digit", "digits", "pydoc", "char", "chars", "label", "labels", "acc", "accuracy", "bpc"}
+TASK_WORDS |= {"entropy", "token", "tokens", "logits", "vocab", "classification", "language"}
 
 
 def _has_docstring(node: ast.AST) -> bool:

@@ -59,6 +59,17 @@ def test_interruption_points_fall_mid_epoch() -> None:
     assert schedule.checkpoint_steps() == [100, 200, 300, 400, 500, 600]
 
 
+def test_without_a_known_epoch_length_stops_still_avoid_checkpoints() -> None:
+    schedule = import_module(f"{PACKAGE}.proof.chains").Schedule(max_steps=60, ckpt_every=20, batches_per_epoch=None)
+    stops = {schedule.mid_epoch_step(random.Random(seed)) for seed in range(50)}
+    assert stops and all(15 <= step < 45 and step % 20 for step in stops)
+
+
+def test_the_language_models_schedule_is_read_from_its_text() -> None:
+    schedule = reproducibility.schedule_of(["experiment=char_transformer"])
+    assert schedule.batches_per_epoch > 100  # about 6,600 windows of 64 characters, 32 per batch
+
+
 def test_the_proofs_default_run_crosses_epochs_and_has_a_checkpoint_before_each_stop() -> None:
     schedule = reproducibility.schedule_of(reproducibility.PROOF_SCHEDULE)
     assert schedule.max_steps >= 5 * schedule.batches_per_epoch  # resumes land in several different epochs

@@ -114,10 +114,12 @@ register_schemas()
 # --- Cross-field checks --------------------------------------------------------------------------------------
 def problems(cfg: DictConfig) -> list[str]:
     """Every mistake in a composed config, one line each, saying what to pass instead."""
-    found = [line for group in COMPONENT_GROUPS for line in _target_problems(group, cfg[group])]
-    settings = {group: _settings(group, cfg[group], found) for group in COMPONENT_GROUPS}
-    own = [line for group in COMPONENT_GROUPS for line in _own_problems(settings[group])]
-    found += own
+    found: list[str] = []
+    settings: dict[str, Any] = {}
+    own: dict[str, list[str]] = {}
+    for group in COMPONENT_GROUPS:
+        settings[group], own[group] = _settings(group, cfg[group])
+        found += _target_problems(group, cfg[group]) + own[group]
     trainer = cfg.trainer
     for key in ("max_steps", "eval_every", "log_every", "num_threads", "ckpt_every", "keep_last"):
         if trainer[key] < 1:
@@ -137,7 +139,8 @@ def problems(cfg: DictConfig) -> list[str]:
             "lower the warmup or raise the step budget"
         )
     train_samples = getattr(settings["data"], "train_samples", None)
-    found += _batch_problems(cfg.data.batch_size, train_samples() if train_samples and not own else None)
+    sized = callable(train_samples) and not own["data"]  # a size computed from unsound settings would mislead
+    found += _batch_problems(cfg.data.batch_size, train_samples() if sized else None)
     found += _tag_problems(cfg.main_tag, list(cfg.tags))
     found += _device_problems(trainer.device)
     return found
@@ -197,19 +200,15 @@ def _device_problems(device: str) -> list[str]:
     return []
 
 
-def _settings(group: str, node: DictConfig, found: list[str]) -> Any:
-    """The group's settings as its schema's dataclass (research/schemas.py), or None for an untyped option."""
+def _settings(group: str, node: DictConfig) -> tuple[Any, list[str]]:
+    """The group's settings as its schema's dataclass (research/schemas.py), or None for an untyped option,
+    and what the schema's `problems()` finds wrong with them."""
     try:
-        return OmegaConf.to_object(node)
+        settings = OmegaConf.to_object(node)
     except Exception as error:  # a value its schema cannot hold: report it with the other mistakes
-        found.append(f"the {group} settings are incomplete or invalid: {str(error).splitlines()[0]}")
-        return None
-
-
-def _own_problems(settings: Any) -> list[str]:
-    """What a component's schema finds wrong with its own settings (its `problems()` method, if it has one)."""
+        return None, [f"the {group} settings are incomplete or invalid: {str(error).splitlines()[0]}"]
     check = getattr(settings, "problems", None)
-    return check() if callable(check) else []
+    return settings, check() if callable(check) else []
 
 
 def _batch_problems(batch_size: int, train_samples: int | None) -> list[str]:

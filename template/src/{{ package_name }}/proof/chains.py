@@ -40,12 +40,13 @@ class Schedule:
 
     max_steps: int
     ckpt_every: int
-    batches_per_epoch: int
+    batches_per_epoch: int | None  # None: the data's schema does not tell its size (no `train_samples()`)
 
     def mid_epoch_step(self, rng: random.Random) -> int:
         """A step in the middle half of the run that is neither an epoch end nor a checkpoint step."""
         low, high = max(1, self.max_steps // 4), max(2, 3 * self.max_steps // 4)
-        steps = [s for s in range(low, high) if s % self.batches_per_epoch and s % self.ckpt_every] or [low]
+        epoch = self.batches_per_epoch or self.max_steps + 1
+        steps = [s for s in range(low, high) if s % epoch and s % self.ckpt_every] or [low]
         return rng.choice(steps)
 
     def checkpoint_steps(self) -> list[int]:

@@ -95,8 +95,9 @@ def schedule_of(overrides: list[str]) -> Schedule:
     """Read the step counts of the config under test, without starting torch."""
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="train", overrides=[*overrides, "run_name=probe"])
-    train_samples = OmegaConf.to_object(cfg.data).train_samples()  # see research/schemas.py
-    return Schedule(cfg.trainer.max_steps, cfg.trainer.ckpt_every, train_samples // cfg.data.batch_size)
+    train_samples = getattr(OmegaConf.to_object(cfg.data), "train_samples", None)  # see research/schemas.py
+    per_epoch = train_samples() // cfg.data.batch_size if callable(train_samples) else None
+    return Schedule(cfg.trainer.max_steps, cfg.trainer.ckpt_every, per_epoch)
 
 
 def prove(
@@ -159,6 +160,8 @@ def main(argv: list[str] | None = None) -> None:
     with one_line_config_errors(hint=f"list every setting with: python -m {PACKAGE}.train --cfg job"):
         schedule = schedule_of(overrides)  # a bad override is refused here in one line, before any run starts
     print(f"proving with: {' '.join(overrides)}\ninterruption points from --seed {rng_seed}", flush=True)
+    if schedule.batches_per_epoch is None:
+        print("the data's schema has no train_samples(): stops may fall on an epoch's end, not only in its middle")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="reproducibility-") as scratch:
         runner = Runner(Path(scratch), overrides, log=lambda line: print(f"  {line}", flush=True))

@@ -85,8 +85,8 @@ class PydocTextConfig:
     vocab_size: int = field(default_factory=lambda: len(pydoc_topics.alphabet()))
 
     def train_samples(self) -> int:
-        train, _ = pydoc_topics.split(max(self.val_every, 1))
-        return pydoc_topics.windows(len(train), max(self.context_length, 1))
+        train, _ = pydoc_topics.split(self.val_every)
+        return pydoc_topics.windows(len(train), self.context_length)
 
     def problems(self) -> list[str]:
         found = []
