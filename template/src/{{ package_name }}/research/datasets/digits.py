@@ -58,11 +58,8 @@ class NoisyImages(ArrayDataset):
         if self.noise_std == 0:
             return inputs, labels
         if self._noise_key != (request.seed, request.epoch):
-            shape = self.tensors[0].shape
-            self._noise_key, self._noise = (
-                (request.seed, request.epoch),
-                torch.randn(shape, generator=request.generator("noise")),
-            )
+            self._noise_key = (request.seed, request.epoch)
+            self._noise = torch.randn(self.tensors[0].shape, generator=request.generator("noise"))
         return inputs + self.noise_std * self._noise[torch.as_tensor(request.indices)], labels
 
 

@@ -22,7 +22,7 @@ def topics() -> dict[str, str]:
 
 @cache
 def split(val_every: int) -> tuple[str, str]:
-    """The training and validation text, with no validation paragraph anywhere in training.
+    """The training and validation text; no validation paragraph of over 40 characters occurs in training.
 
     Topics are taken in name order, once per distinct page (`if` and `else` show the same page), and every
     `val_every`-th page, starting with the first, is held out for validation, whole. Many pages repeat sections
