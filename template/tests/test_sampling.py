@@ -45,3 +45,11 @@ def test_a_run_that_is_not_a_language_model_is_refused_in_one_line(tmp_path: Pat
     )
     missing = sample(str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "has no config.yaml" in missing.stderr
+
+
+def test_a_run_without_a_checkpoint_is_refused_in_one_line(lm_run: Path, tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_bytes((lm_run / "config.yaml").read_bytes())  # the run, before its first save
+    done = sample(str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr == f"error: {tmp_path} has no checkpoint yet: train it first (checkpoints every " \
+        "trainer.ckpt_every steps)\n"  # fmt: skip

@@ -29,14 +29,12 @@ def sample(run_dir: Path, chars: int, prompt: str, seed: int, temperature: float
     if not (hasattr(data_class, "encode") and hasattr(data_class, "decode")):
         fail([f"{run_dir} is not a language-model run: its data ({cfg.data._target_}) does not encode text; "
               "sample a run of experiment=char_transformer"])  # fmt: skip
-    checkpoints = CheckpointDir(run_dir / "checkpoints", cfg.trainer.keep_last)
-    name = checkpoints.find_latest()
-    if name is None:
-        fail([f"{run_dir} has no checkpoint yet: train it first (checkpoints every trainer.ckpt_every steps)"])
     try:
-        state = checkpoints.load(name)
+        state = CheckpointDir(run_dir / "checkpoints", cfg.trainer.keep_last).load_latest()
     except CheckpointUnreadable as error:
         fail([str(error)])
+    if state is None:
+        fail([f"{run_dir} has no checkpoint yet: train it first (checkpoints every trainer.ckpt_every steps)"])
 
     make_deterministic(cfg.trainer.num_threads, "cpu")
     data = instantiate(cfg.data, root=cfg.paths.data_dir, _convert_="all")
