@@ -16,6 +16,7 @@ HOOKS = ("git_init.py", "lock.py", "first_commit.py")
 
 def run_hooks(project: Path, *, env: dict[str, str] | None = None) -> None:
     identity = ["--template=t", "--version=v", "--author-name=A", "--author-email=a@example.org"]
+    identity += [f"--template-dir={ROOT / 'template'}"]
     for hook in HOOKS:
         args = identity if hook == "first_commit.py" else []
         subprocess.run([sys.executable, str(ROOT / "hooks" / hook), *args], cwd=project, check=True, env=env)

@@ -83,3 +83,30 @@ def test_package_name_is_derived_from_the_project_name(project_name: str, packag
         quiet=True,
     )
     assert worker.answers.combined["package_name"] == package_name
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        ("https://x/y.git", 'external_deps must be {form}; got "https://x/y.git".'),
+        ("{url: https://x/y.git}", 'external_deps must be {form}; got {{"url": "https://x/y.git"}}.'),
+        ("[https://x/y.git, 3]", "external_deps entry 3 is not a git URL: external_deps must be {form}."),
+        ('["https://x/y.git @v1"]', 'external_deps entry "https://x/y.git @v1" is not a git URL'),
+    ],
+)
+def test_a_malformed_external_deps_answer_gets_a_hint_with_the_expected_form(
+    answer: str, shown: str, tmp_path: Path
+) -> None:
+    form = (
+        "a YAML list [URL, URL@REF, ...] (REF: a tag, branch or SHA), e.g. [https://github.com/org/lib.git@v1.2], "
+        "or [] for none"
+    )
+    destination = tmp_path / "project"
+    done = copy_template(destination, external_deps=answer)
+    assert done.returncode != 0
+    # Copier prints its own traceback with --defaults (interactively it asks again): the hint is its last line.
+    last_line = done.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("ValueError: Validation error for question 'external_deps': "), done.stderr
+    assert shown.format(form=form) in last_line
+    assert f"must be {form}" in last_line
+    assert not destination.exists()
