@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from importlib import import_module
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from conftest import PACKAGE
 
@@ -28,6 +30,73 @@ def test_secret_looking_names_keep_their_name_and_lose_their_value() -> None:
         "MY_SECRET": "<redacted>",
         "WANDB_API_KEY": "<redacted>",
     }
+
+
+# Planted credentials, built from pieces so that no secret scanner mistakes this file for a leak.
+GITHUB_PAT = "ghp_" + "A1b2C3d4E5" * 4
+HF_TOKEN = "hf_" + "QwErTyUiOp" * 4
+OPENAI_KEY = "sk-proj-" + "Zx9Cv8Bn7M" * 4
+AWS_KEY_ID = "AKIA" + "Q7X2M4K9P3L8R6T1"
+
+
+def test_secret_values_are_redacted_whatever_the_variable_is_called() -> None:
+    environment = {
+        "DATABASE_URL": "postgres://u:hunter2@h/db",  # pragma: allowlist secret
+        "GITHUB_PAT": GITHUB_PAT,
+        "REPO_URL": f"https://{GITHUB_PAT}@github.com/me/repo.git",
+        "PROXY": "http://me:p%40ss:w0rd@proxy:3128",  # pragma: allowlist secret
+        "EXTRA_ARGS": f"--hub {HF_TOKEN} --openai={OPENAI_KEY}",
+        "AWS_ID": AWS_KEY_ID,
+        "SLACK_HOOK": "xoxb-" + "1234567890-" * 3 + "AbCdEfGh",
+    }
+    found = provenance.redacted(environment)
+    assert found == {
+        "AWS_ID": "<redacted>",
+        "DATABASE_URL": "postgres://u:<redacted>@h/db",
+        "EXTRA_ARGS": "--hub <redacted> --openai=<redacted>",
+        "GITHUB_PAT": "<redacted>",
+        "PROXY": "http://me:<redacted>@proxy:3128",
+        "REPO_URL": "https://<redacted>@github.com/me/repo.git",
+        "SLACK_HOOK": "<redacted>",
+    }
+    assert provenance.redacted({"GH_PAT": "x", "PAT": "y"}) == {"GH_PAT": "<redacted>", "PAT": "<redacted>"}
+
+
+def test_ordinary_values_are_kept() -> None:
+    environment = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/home/me",
+        "PWD": "/home/me/project",
+        "INDEX_URL": "https://pypi.org/simple",
+        "REMOTE": "ssh://git@github.com/me/repo.git",
+        "HTTP_PROXY": "http://proxy:3128",
+        "HF_HOME": "/data/hf_cache/hub",
+        "NOTE": "sk-learn is not scikit-learn; ghp_short, task-sk-1234, AKIA-free",
+        "EMAIL": "me@example.org",
+    }
+    assert provenance.redacted(environment) == dict(sorted(environment.items()))
+
+
+def test_collect_records_the_environment_redacted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgres://u:hunter2@h/db")  # pragma: allowlist secret
+    monkeypatch.setenv("GITHUB_PAT", GITHUB_PAT)
+    monkeypatch.setenv("HOME", "/home/me")
+    monkeypatch.setattr(provenance, "HydraConfig", FakeHydra)
+    cfg = OmegaConf.create({"run_name": "r", "main_tag": "dev", "tags": [], "trainer": {"num_threads": 1}})
+    found = provenance.collect(tmp_path, cfg, "c" * 64)
+    text = json.dumps(found)
+    assert "hunter2" not in text and GITHUB_PAT not in text
+    assert found["environment"]["DATABASE_URL"] == "postgres://u:<redacted>@h/db"
+    assert found["environment"]["GITHUB_PAT"] == "<redacted>"
+    assert found["environment"]["HOME"] == "/home/me"
+
+
+class FakeHydra:
+    """What `collect` reads from Hydra's runtime config, outside a Hydra run."""
+
+    @staticmethod
+    def get() -> object:
+        return OmegaConf.create({"runtime": {"choices": {"experiment": None}}, "overrides": {"task": []}})
 
 
 def test_git_state_tells_a_clean_checkout_from_a_dirty_one(tmp_path: Path) -> None:

@@ -3,6 +3,10 @@
 Write to a temporary file in the same folder, fsync it, rename it over the target, then fsync the folder so the
 rename itself survives a crash. Measured on kill -9 during `torch.save`: a plain write left an unloadable file
 in 6 of 8 trials; this sequence, 0 of 8.
+
+The temporary file is created with mode 0o666, as a plain `open()` creates a file, so that the kernel applies the
+umask (or the folder's default ACL): a run's config, status and checkpoints are as readable to a shared group as
+its `metrics.jsonl`. (`tempfile` would create them 0600, readable by their owner alone.)
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -21,15 +25,17 @@ TEMP_SUFFIX = ".tmp"
 def write_atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Call `write(file)` on a temporary file, then put it at `path` in one rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX, delete=False) as tmp:
-        try:
-            write(tmp)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        except BaseException:
-            os.unlink(tmp.name)
-            raise
-    os.replace(tmp.name, path)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the mode of a plain open()
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            write(out)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
     fsync_dir(path.parent)
 
 

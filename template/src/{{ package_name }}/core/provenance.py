@@ -3,8 +3,9 @@
 It records the git commit (with branch, remote, and a dirty flag with a hash of the diff), every submodule's SHA,
 the sha256 of uv.lock, the Python/torch/CUDA versions and thread count, the host, the Slurm job (id, array
 index, restart count), the container image digest when the launcher passes it (CONTAINER_IMAGE_DIGEST), and the
-command line, overrides, config hash, tags and start time. The environment is recorded with every value whose
-name looks secret (KEY, TOKEN, SECRET, PASSWORD, ...) replaced by "<redacted>".
+command line, overrides, config hash, tags and start time. The environment is recorded without its secrets: a
+variable whose name looks secret (KEY, TOKEN, SECRET, PASSWORD, *_PAT, ...) loses its whole value, and every
+other value loses the passwords in its URLs and anything shaped like an access token (see `without_secrets`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,26 @@ from omegaconf import DictConfig
 from .deps import pins
 from .files import appending, write_atomic, write_json
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 REDACTED = "<redacted>"
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|(^|_)PAT(_|$)", re.IGNORECASE)
+# `scheme://user:password@host` keeps its user; `scheme://user@host` loses a user that is a token (20 or more
+# letters, digits, _ or - in a row) and keeps a user name such as `git`.
+URL_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?P<user>[^\s/?#@:]*)(?P<password>:[^\s/?#]*)?@", re.I)
+TOKEN_AS_USER = re.compile(r"[\w-]{20,}")
+# Access tokens by their documented prefixes, at their real lengths, so that `sk-learn` or `hf_cache` stay.
+TOKEN = re.compile(
+    r"""(?<![A-Za-z0-9])(?:
+          gh[opusr]_[A-Za-z0-9]{36,} | github_pat_\w{22,}                    # GitHub
+        | glpat-[\w-]{20,}                                                 # GitLab
+        | hf_[A-Za-z0-9]{30,}                                              # Hugging Face
+        | sk-(?:[A-Za-z0-9]{32,} | (?:proj|ant|svcacct|admin)-[\w-]{20,})  # OpenAI, Anthropic
+        | (?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])                         # AWS access key id
+        | xox[abprs]-[A-Za-z0-9-]{10,}                                     # Slack
+        | AIza[\w-]{35}                                                    # Google API key
+        | eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]+                             # JSON Web Token
+    )""",
+    re.VERBOSE,
+)
 
 
 def collect(root: Path, cfg: DictConfig, config_sha256: str) -> dict[str, Any]:
@@ -108,7 +127,23 @@ def slurm_job() -> dict[str, str] | None:
 
 
 def redacted(environment: dict[str, str] | os._Environ[str]) -> dict[str, str]:
-    return {name: REDACTED if SECRET_NAME.search(name) else value for name, value in sorted(environment.items())}
+    """The environment, sorted, with secret-looking names redacted whole and the secrets in other values cut out."""
+    return {
+        name: REDACTED if SECRET_NAME.search(name) else without_secrets(value)
+        for name, value in sorted(environment.items())
+    }
+
+
+def without_secrets(value: str) -> str:
+    """`value` with its URLs' passwords and token users, and every token-shaped string, replaced by "<redacted>":
+    `postgres://u:hunter2@h/db` becomes `postgres://u:<redacted>@h/db`."""
+
+    def userinfo(url: re.Match[str]) -> str:
+        if url["password"] is not None:
+            return f"{url['scheme']}{url['user']}:{REDACTED}@"
+        return f"{url['scheme']}{REDACTED}@" if TOKEN_AS_USER.fullmatch(url["user"]) else url[0]
+
+    return TOKEN.sub(REDACTED, URL_USERINFO.sub(userinfo, value))
 
 
 def file_sha256(path: Path) -> str | None:
