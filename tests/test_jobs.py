@@ -99,6 +99,14 @@ def test_job_forwards_sigterm_and_passes_the_requeue_code_through(pushed: dict) 
     while not marker.exists():
         assert job_process.poll() is None and time.monotonic() < deadline, job_process.stderr.read()
         time.sleep(0.05)
+    # A prune that keeps nothing still leaves the checkout this job runs from (job.sh holds its lock).
+    checkouts = pushed["root"] / "cache" / "checkouts"
+    others = [path for path in checkouts.iterdir() if path.is_dir() and path.name != pushed["a"]]
+    prune = ["uv", "run", "--frozen", DEFAULT_PACKAGE, "jobs-cache", "prune", "--keep", "0"]
+    pruned = subprocess.run(prune, cwd=pushed["project"], capture_output=True, text=True, env=env, timeout=300)
+    assert pruned.returncode == 0 and f"skipped {pushed['a']}: a running job uses it" in pruned.stdout, pruned
+    assert (checkouts / f"{pushed['a']}.ready").exists()
+    assert all(f"removed {path.name} (" in pruned.stdout and not path.exists() for path in others), pruned.stdout
     job_process.send_signal(signal.SIGTERM)  # ... and the job script, not the training, gets the signal
     assert job_process.wait(timeout=300) == 75
     status = json.loads((pushed["root"] / "preempted" / "dev" / "preempted" / "status.json").read_text())

@@ -17,6 +17,7 @@ train:            python -m {PACKAGE}.train [overrides]   e.g. optim.lr=1e-3 exp
 another task:     python -m {PACKAGE}.train experiment=char_transformer
 see the config:   python -m {PACKAGE}.train --cfg job
 prove the bits:   nox -s reproducibility   (or: python -m {PACKAGE}.proof)
+free disk space:  {PACKAGE} jobs-cache prune --keep 5   (job.sh's checkouts, each with a .venv)
 """
 
 
@@ -45,6 +46,18 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
     text.add_argument("--seed", type=int, default=0, help="seed of the draws (default: 0)")
     text.add_argument("--temperature", type=float, default=1.0, help="below 1: safer text; above 1: wilder")
+    cache = commands.add_parser(
+        "jobs-cache",
+        help="list job.sh's checkouts, or prune the least recently used",
+        description="jobs/job.sh keeps one checkout per commit, each with a full .venv, under $JOB_CACHE "
+        "(default: ${XDG_CACHE_HOME:-~/.cache}/" + PACKAGE + "/jobs). A checkout a running job uses is never "
+        "removed.",
+    )
+    actions = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="show each checkout: commit, last use, size on disk, state")
+    prune = actions.add_parser("prune", help="keep the N most recently used checkouts, remove the others")
+    prune.add_argument("--keep", type=int, default=5, help="how many checkouts to keep (default: 5)")
+    prune.add_argument("--dry-run", action="store_true", help="print what would be removed, remove nothing")
     return parser
 
 
@@ -68,5 +81,13 @@ def main(argv: list[str] | None = None) -> None:
         from .research.sampling import sample  # loads torch only for this command
 
         print(sample(args.run_dir, args.chars, args.prompt, args.seed, args.temperature))
+    elif args.command == "jobs-cache":
+        if args.action == "prune" and args.keep < 0:
+            fail([f"--keep must be 0 or more, not {args.keep}"])
+        from .launch import jobs_cache
+
+        cache = jobs_cache.cache_dir(PACKAGE)
+        lines = jobs_cache.listing(cache) if args.action == "list" else jobs_cache.prune(cache, args.keep, args.dry_run)
+        print("\n".join(lines))
     else:
         parser.print_help()
