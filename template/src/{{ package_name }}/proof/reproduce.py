@@ -28,6 +28,10 @@ NOT_COMPARED = "(not compared)"
 def reproduce(run_dir: Path, steps: int | None) -> None:
     if not (run_dir / "provenance.json").exists():
         fail([f"{run_dir} has no provenance.json: pass the folder of a run (runs/<main_tag>/<run_name>)"])
+    if not (run_dir / "metrics.jsonl").exists():
+        fail([f"{run_dir} has no metrics.jsonl: there is nothing to compare a reproduction with"])
+    if steps is None and not (run_dir / "summary.json").exists():
+        fail([f"{run_dir} has not finished: compare its first steps with --steps N"])
     provenance = json.loads((run_dir / "provenance.json").read_text())
     git, run = provenance["git"], provenance["run"]
     if git["commit"] is None:
@@ -55,15 +59,17 @@ def reproduce(run_dir: Path, steps: int | None) -> None:
     print_table([verdict])
     if not verdict.identical:
         raise SystemExit(1)
-    print("\nidentical: the run was reproduced bit for bit")
+    if steps is None:
+        print("\nidentical: the run was reproduced bit for bit (params_sha256, rng_sha256 and every logged line)")
+    else:
+        print(f"\nidentical: every line logged in the first {steps} steps was reproduced bit for bit; the weights "
+              "were not compared (run without --steps to compare params_sha256)")  # fmt: skip
 
 
 def _result(run_dir: Path, steps: int | None) -> RunResult:
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     if steps is not None:
         return RunResult(NOT_COMPARED, [row for row in rows if row["step"] <= steps])
-    if not (run_dir / "summary.json").exists():
-        fail([f"{run_dir} has not finished: compare its first steps with --steps N"])
     summary = json.loads((run_dir / "summary.json").read_text())
     return RunResult(summary["params_sha256"], rows, rng_sha256=summary.get("rng_sha256"))
 
