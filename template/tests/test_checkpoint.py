@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
+import resource
+import stat
 from importlib import import_module
 from pathlib import Path
 
@@ -116,23 +120,30 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
     assert list(tmp_path.iterdir()) == [target]
 
 
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664)])
+def test_a_durable_write_gets_the_mode_a_plain_open_would(tmp_path: Path, umask: int, mode: int) -> None:
+    previous = os.umask(umask)
+    try:
+        files.write_json(tmp_path / "config.json", {})
+        (tmp_path / "plain.txt").touch()
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "config.json").stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode) == mode
+
+
 def test_resuming_with_another_config_commit_lock_or_world_size_is_refused_in_one_line() -> None:
     checkpointed = {**state(1.0), "step": 300}
     same = checkpoint.Origin(**ORIGIN)
-    allowed = {"allow_config_change": False, "allow_code_change": False}
-    assert checkpoint.resume_problems(checkpointed, same, world_size=1, **allowed) == []
+    assert checkpoint.resume_problems(checkpointed, same, world_size=1, allow_code_change=False) == []
 
     other_config = checkpoint.Origin(**{**ORIGIN, "config_sha256": "d" * 64})
-    (changed,) = checkpoint.resume_problems(checkpointed, other_config, world_size=1, **allowed)
-    assert changed.startswith("the checkpoint at step 300 was made with config cccccccccccc, not with this config")
-    assert "trainer.allow_config_change=true" in changed
-    assert (
-        checkpoint.resume_problems(checkpointed, other_config, 1, allow_config_change=True, allow_code_change=False)
-        == []
-    )
+    for allow_code_change in (False, True):  # a run's config never changes, whatever the user allows
+        (changed,) = checkpoint.resume_problems(checkpointed, other_config, 1, allow_code_change)
+        assert changed.startswith("the checkpoint at step 300 was made with config cccccccccccc, not with this config")
 
     other_code = checkpoint.Origin(**{**ORIGIN, "commit": "b" * 40, "uv_lock_sha256": "m" * 64})
-    commit, lock = checkpoint.resume_problems(checkpointed, other_code, world_size=1, **allowed)
+    commit, lock = checkpoint.resume_problems(checkpointed, other_code, world_size=1, allow_code_change=False)
     assert commit.startswith(
         "the checkpoint at step 300 was made by commit aaaaaaaaaaaa, not by this commit bbbbbbbbbbbb"
     )
@@ -140,9 +151,74 @@ def test_resuming_with_another_config_commit_lock_or_world_size_is_refused_in_on
         "the checkpoint at step 300 was made by uv.lock llllllllllll, not by this uv.lock mmmmmmmmmmmm"
     )
     assert "trainer.allow_code_change=true" in commit
-    assert (
-        checkpoint.resume_problems(checkpointed, other_code, 1, allow_config_change=False, allow_code_change=True) == []
-    )
+    assert checkpoint.resume_problems(checkpointed, other_code, 1, allow_code_change=True) == []
 
-    (ranks,) = checkpoint.resume_problems(checkpointed, same, world_size=2, **allowed)
+    (ranks,) = checkpoint.resume_problems(checkpointed, same, world_size=2, allow_code_change=False)
     assert ranks == "the checkpoint was made by 1 processes, not 2: resume with as many"
+
+
+def test_the_final_path_never_holds_a_partial_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    directory = saved(tmp_path, [100])
+    folder = tmp_path / "checkpoints"
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    final = folder / "step_000200.pt"
+    seen_during_write: list[bool] = []
+
+    def save_then_run_out_of_space(obj: object, out: object) -> None:
+        torch_save(obj, out)  # the whole checkpoint is written, but not yet made durable
+        seen_during_write.append(final.exists())
+        raise RuntimeError("unexpected pos") from OSError(errno.ENOSPC, "No space left on device")
+
+    torch_save = torch.save
+    monkeypatch.setattr(checkpoint.torch, "save", save_then_run_out_of_space)
+    with pytest.raises(OSError) as failed:
+        directory.save(state(2.0), 200)
+    assert failed.value.errno == errno.ENOSPC and failed.value.filename == str(final)
+    assert seen_during_write == [False]  # written elsewhere first, then renamed into place
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
+    assert directory.load_latest()["step"] == 100
+
+
+def test_a_full_disk_while_saving_is_an_oserror_and_keeps_the_previous_checkpoint(tmp_path: Path) -> None:
+    directory = saved(tmp_path, [100])
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, limit[1]))  # files may not grow past 10 kB (EFBIG)
+    try:
+        with pytest.raises(OSError) as failed:
+            directory.save({**state(2.0), "big": torch.zeros(100_000)}, 200)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+    assert failed.value.errno == errno.EFBIG
+    assert sorted(path.name for path in (tmp_path / "checkpoints").iterdir()) == [
+        "latest",
+        "manifest.json",
+        "step_000100.pt",
+    ]
+    assert directory.load_latest()["step"] == 100
+
+
+def test_a_damaged_manifest_falls_back_to_the_checkpoints_that_load(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    saved(tmp_path, [100, 200, 300])
+    folder = tmp_path / "checkpoints"
+    (folder / "manifest.json").write_text('{"step_000100.pt": "trunc')
+    (folder / "step_000300.pt").write_bytes(b"garbage")
+    directory = checkpoint.CheckpointDir(folder, keep_last=3)
+    with caplog.at_level(logging.WARNING):
+        directory.clean()  # nothing that loads is taken for an orphan
+        assert directory.load_latest()["step"] == 200
+    assert "manifest.json is damaged" in caplog.text
+    assert (folder / "step_000100.pt").exists() and (folder / "step_000200.pt").exists()
+    directory.save(state(4.0), 400)  # the next save writes a sound manifest again
+    assert sorted(json.loads((folder / "manifest.json").read_text())) == [
+        "step_000100.pt",
+        "step_000200.pt",
+        "step_000400.pt",
+    ]
+
+
+def test_a_damaged_latest_pointer_falls_back_to_the_manifest(tmp_path: Path) -> None:
+    directory = saved(tmp_path, [100, 200])
+    (tmp_path / "checkpoints" / "latest").write_bytes(b"\x00\xffgarbage")
+    assert directory.load_latest()["step"] == 200

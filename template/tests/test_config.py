@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from importlib import import_module
+from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from conftest import PACKAGE, ROOT
 
 config = import_module(f"{PACKAGE}.core.config")
 errors = import_module(f"{PACKAGE}.core.errors")
+sweep = import_module(f"{PACKAGE}.core.sweep")
 import_module(f"{PACKAGE}.core.naming")  # registers the run-name resolver
 
 EXPERIMENTS = sorted(path.stem for path in (ROOT / "configs" / "experiment").glob("*.yaml"))
@@ -20,17 +20,14 @@ EXPERIMENTS = sorted(path.stem for path in (ROOT / "configs" / "experiment").glo
 
 def composed(*overrides: str) -> DictConfig:
     """The config a run with these overrides gets, resolved (its run name included) as during a real run."""
-    with initialize_config_dir(config_dir=str(config.CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=list(overrides), return_hydra_config=True)
-        HydraConfig.instance().set_config(cfg)  # for ${hydra:...} and the run name
-        cfg.run_name = cfg.run_name  # resolve it while Hydra is initialised: naming composes the base config
-    return cfg
+    return sweep.compose_point(list(overrides))
 
 
 def test_default_config_is_sound() -> None:
     cfg = composed()
     assert config.problems(cfg) == []
-    assert cfg.paths.run_dir == f"runs/dev/{cfg.run_name}"
+    assert Path(cfg.paths.run_dir) == Path(cfg.paths.runs_dir) / "dev" / cfg.run_name
+    assert Path(cfg.paths.runs_dir).is_absolute()  # relative to the project, wherever a run is started from
     assert cfg.model.in_features == cfg.data.num_features
 
 
@@ -49,8 +46,15 @@ def test_every_experiment_is_sound(experiment: str) -> None:
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        (["optim.lr=0"], "optim.lr=0.0 must be > 0"),
-        (["optim.lr=-1"], "optim.lr=-1.0 must be > 0"),
+        (["optim.lr=0"], "optim.lr=0.0 must be a finite number > 0"),
+        (["optim.lr=-1"], "optim.lr=-1.0 must be a finite number > 0"),
+        (["optim.lr=nan"], "optim.lr=nan must be a finite number > 0"),
+        (["optim.betas=[0.9]"], "optim.betas=[0.9] must be two numbers in [0, 1)"),
+        (["optim=sgd", "optim.momentum=1"], "optim.momentum=1.0 must lie in [0, 1)"),
+        (["model.dropout=2"], "model.dropout=2.0 must lie in [0, 1)"),
+        (["+trainer.foo=1"], "trainer.foo is not a setting here"),
+        (["+model.foo=1"], "model.foo is not a setting here"),
+        (["run_name=../../escape"], "run_name='../../escape' is not a folder name"),
         (["data.batch_size=0"], "data.batch_size=0 must be >= 1"),
         (["data.batch_size=5000"], "data.batch_size=5000 is larger than the training set (1438 samples)"),
         (["sched.warmup_steps=700"], "sched.warmup_steps=700 must lie between 0 and trainer.max_steps=600"),

@@ -9,14 +9,15 @@
 What a batch is, how it becomes a loss and which metrics evaluation reports come from the config (`data`,
 `objective`): the loop never knows the task. Started again on the same config, a run resumes from its latest
 valid checkpoint. SIGTERM, SIGUSR1 or SIGUSR2 make it save at the next step and exit with code 75 ("requeue
-me"). It leaves in the run folder `config.yaml`, `metrics.jsonl`, `checkpoints/`, `status.json` and, once
-finished, `summary.json`.
+me"); Ctrl-C does the same and exits with 130. It leaves in the run folder `config.yaml`, `metrics.jsonl`,
+`checkpoints/`, `status.json` (how the latest attempt ended), `run.lock` and, once finished, `summary.json`. Every
+exit code is listed in core/errors.py.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -38,9 +39,12 @@ from .core.batches import TrainStream, evaluation_batches
 from .core.checkpoint import CheckpointDir, CheckpointUnreadable, Origin, restore, resume_problems, snapshot
 from .core.config import CONFIG_DIR, PROJECT_ROOT, check, identity
 from .core.determinism import capture_rng_state, make_deterministic, seed_everything
-from .core.errors import fail, one_line_config_errors
+from .core.divergence import DivergenceWatch
+from .core.errors import INTERRUPTED, fail, one_line_config_errors
 from .core.files import write_json, write_text
 from .core.hashing import config_sha256, params_sha256, rng_sha256
+from .core.run_folder import RunFolder
+from .core.sweep import check_sweep
 from .proof import faults
 from .research.objectives import Objective
 from .tracking import Tracking
@@ -52,18 +56,28 @@ Batch = tuple[torch.Tensor, ...]
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float:
     OmegaConf.resolve(cfg)
-    run_dir, trainer = Path(cfg.paths.run_dir), cfg.trainer
-    check(cfg, run_dir)  # before any data is loaded: one line per mistake, exit code 2
+    trainer = cfg.trainer
+    check(cfg)  # before anything is loaded or written: one line per mistake, exit code 2
     objective: Objective = instantiate(cfg.objective, _convert_="all")
-    if (run_dir / "summary.json").exists():  # one name is one experiment: a finished run is not trained again
-        log.info("%s has finished already (see %s/summary.json): nothing to do", cfg.run_name, run_dir)
-        return json.loads((run_dir / "summary.json").read_text())["metrics"][objective.main_metric]
-
     context = distributed.context_from_env()
     device = make_deterministic(trainer.num_threads, distributed.device_for(context, trainer.device))
     distributed.start(context, device)
     if not context.is_main:
         logging.getLogger().setLevel(logging.WARNING)  # one log per run, from rank 0
+    run = RunFolder(Path(cfg.paths.run_dir), context)
+    run.claim(identity(cfg), cfg.run_name)  # rank 0 locks the folder; another config under this name is refused
+    if (finished := run.finished_metrics()) is not None:  # one name is one experiment, trained once
+        log.info("%s has finished already (see %s/summary.json): nothing to do", cfg.run_name, run.run_dir)
+        distributed.stop(context)
+        return finished[objective.main_metric]
+    with run.attempt():  # status.json records how this attempt ends, however it ends
+        return train(cfg, run, objective, context, device)
+
+
+def train(
+    cfg: DictConfig, run: RunFolder, objective: Objective, context: distributed.Context, device: torch.device
+) -> float:
+    trainer, run_dir = cfg.trainer, run.run_dir
     log.info("config:\n%s", OmegaConf.to_yaml(cfg))
     config_hash, step = config_sha256(identity(cfg)), 0
     found = provenance.collect(PROJECT_ROOT, cfg, config_hash) if context.is_main else None  # git and versions
@@ -87,8 +101,7 @@ def main(cfg: DictConfig) -> float:
             state = checkpoints.load(name)
         except CheckpointUnreadable as error:
             fail([f"{error}: resume with the code and lock that wrote it (see its run's config and provenance)"])
-        allowed = {"allow_config_change": trainer.allow_config_change, "allow_code_change": trainer.allow_code_change}
-        if problems := resume_problems(state, origin, context.world_size, **allowed):
+        if problems := resume_problems(state, origin, context.world_size, trainer.allow_code_change):
             fail(problems)
         step = restore(state, model, optimizer, scheduler, stream, context.rank, device)
         log.info("resumed from the checkpoint at step %d", step)
@@ -99,15 +112,18 @@ def main(cfg: DictConfig) -> float:
             log.warning("the working tree is dirty: this run is marked dirty (see provenance.json, dirty.patch)")
     tracking = Tracking.from_config(cfg.logger, run_dir, start_step=step) if context.is_main else Tracking({})
     tracking.record(found)
-    set_status(context, run_dir, "running", step)
+    run.record("running", step)
     ddp_model = DistributedDataParallel(model) if context.enabled else model
+    divergence = DivergenceWatch(trainer.log_every, device, context)
 
     def save() -> None:
+        divergence.check()  # a diverged state never reaches a checkpoint
         tracking.flush()  # the lines up to a checkpoint reach the disk before the checkpoint does
         rng = distributed.gather(context, capture_rng_state(device))
         if context.is_main:
             checkpoints.save(snapshot(model, optimizer, scheduler, stream, rng, origin), step)
         distributed.barrier(context)
+        run.step = step
 
     # Settings read once: the step below does no config lookups.
     max_steps, log_every, eval_every = trainer.max_steps, trainer.log_every, trainer.eval_every
@@ -119,10 +135,12 @@ def main(cfg: DictConfig) -> float:
         batch = tuple(tensor.to(device, non_blocking=True) for tensor in next(stream))
         loss = train_step(ddp_model, objective, optimizer, batch, clip)
         scheduler.step()
+        divergence.record(step, loss)
         progress.update()
 
         metrics: dict[str, float] = {}
         if step % log_every == 0 or step == max_steps:
+            divergence.check()
             metrics |= {"train/loss": distributed.mean(context, loss).item(), "lr": scheduler.get_last_lr()[0]}
         if step % eval_every == 0 or step == max_steps:
             evaluation = evaluate(model, objective, val_batches, device)
@@ -134,12 +152,11 @@ def main(cfg: DictConfig) -> float:
         faults.step_end(step)
         if distributed.any_rank(context, preemption.stop_requested(), device) or step == stop_at:
             save()
+            state, code = preemption.outcome()
             why = preemption.received_signal() or f"trainer.stop_at_step={stop_at}"
-            code = preemption.REQUEUE_EXIT_CODE
-            log.info(
-                "stopped at step %d by %s: checkpoint saved, exiting with code %d (start me again)", step, why, code
-            )
-            set_status(context, run_dir, "preempted" if preemption.stop_requested() else "paused", step)
+            log.info("stopped at step %d by %s: checkpoint saved, exiting with code %d (start again to resume)", step,
+                     why, code)  # fmt: skip
+            run.record(state, step)
             tracking.close()
             distributed.stop(context)
             raise SystemExit(code)
@@ -160,14 +177,9 @@ def main(cfg: DictConfig) -> float:
         write_json(run_dir / "summary.json", summary)
         log.info("finished %s: %s", cfg.run_name, "  ".join(f"{k}={v:.4g}" for k, v in evaluation.items()))
         log.info("params_sha256=%s", summary["params_sha256"])
-    set_status(context, run_dir, "finished", step)
+    run.record("finished", step)
     distributed.stop(context)
     return evaluation[objective.main_metric]
-
-
-def set_status(context: distributed.Context, run_dir: Path, state: str, step: int) -> None:
-    if context.is_main:
-        write_json(run_dir / "status.json", {"state": state, "step": step})
 
 
 def train_step(
@@ -198,8 +210,13 @@ def evaluate(
 
 
 def cli() -> None:
-    with one_line_config_errors(hint=f"list every setting with: python -m {__package__}.train --cfg job"):
-        main()
+    try:
+        with one_line_config_errors(hint=f"list every setting with: python -m {__package__}.train --cfg job"):
+            check_sweep(sys.argv[1:])  # with -m, every point of a sweep is checked before the first one trains
+            main()
+    except KeyboardInterrupt:  # a second Ctrl-C before the run folder was claimed: nothing to record
+        print("interrupted: nothing was saved", file=sys.stderr)
+        raise SystemExit(INTERRUPTED) from None
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ Layout of `<run folder>/checkpoints/`:
 
 A save writes the checkpoint, then the manifest, then `latest`, each atomically, so a crash at any moment
 leaves the previous checkpoint usable. On load, a checkpoint whose checksum fails is reported and skipped,
-and the one before it is used.
+and the one before it is used. A damaged `manifest.json` or `latest` is reported too: each checkpoint is then
+checked by loading it (a file at its final name was put there whole, by a rename).
+
+A save that fails because the disk is full or read-only raises the OSError (torch reports it as a RuntimeError)
+and leaves the previous checkpoint as it was.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class CheckpointUnreadable(Exception):
 class CheckpointDir:
     def __init__(self, folder: Path, keep_last: int) -> None:
         self.folder, self.keep_last = folder, keep_last
+        self._rebuilt: dict[str, str] | None = None  # the manifest worked out from the files, when it is damaged
 
     def clean(self) -> None:
         """Remove what killed saves left: temporary files, and checkpoints that never reached the manifest."""
@@ -61,7 +66,12 @@ class CheckpointDir:
             torch.save({"format": FORMAT, "step": step, **state}, out)
             faults.pause_if_requested("save", step)  # the proof kills the process here, mid-save
 
-        write_atomic(path, write)
+        try:
+            write_atomic(path, write)
+        except RuntimeError as error:  # torch's writer wraps the OSError of a full disk
+            if isinstance(cause := error.__cause__ or error.__context__, OSError):
+                raise OSError(cause.errno, cause.strerror, str(path)) from error
+            raise
         manifest = {**self._manifest(), name: _sha256(path)}
         write_json(self.folder / "manifest.json", manifest)
         write_text(self.folder / "latest", name)
@@ -69,6 +79,7 @@ class CheckpointDir:
         # this one by an attempt that was later rolled back to an earlier checkpoint.
         kept = sorted((n for n in manifest if _step(n) <= step), key=_step)[-self.keep_last :]
         write_json(self.folder / "manifest.json", {key: manifest[key] for key in kept})
+        self._rebuilt = None
         for old in set(manifest) - set(kept):
             (self.folder / old).unlink(missing_ok=True)
         return path
@@ -97,7 +108,10 @@ class CheckpointDir:
     def _candidates(self, manifest: dict[str, str]) -> list[str]:
         """`latest` first, then older complete checkpoints, newest first."""
         latest_file = self.folder / "latest"
-        latest = latest_file.read_text().strip() if latest_file.exists() else None
+        latest = latest_file.read_text(errors="replace").strip() if latest_file.exists() else None
+        if latest is not None and not NAME.fullmatch(latest):
+            log.warning("%s is damaged (%r): using the newest checkpoint in the manifest", latest_file, latest[:40])
+            latest = None
         names = sorted((n for n in manifest if latest is None or _step(n) <= _step(latest)), key=_step, reverse=True)
         if latest is not None and latest not in names:
             names.insert(0, latest)
@@ -105,7 +119,25 @@ class CheckpointDir:
 
     def _manifest(self) -> dict[str, str]:
         path = self.folder / "manifest.json"
-        return json.loads(path.read_text()) if path.exists() else {}
+        if not path.exists():
+            return {}
+        try:
+            manifest = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            manifest = None
+        if isinstance(manifest, dict) and all(isinstance(value, str) for value in manifest.values()):
+            return manifest
+        if self._rebuilt is None:
+            log.warning("%s is damaged: checking each checkpoint by loading it instead", path)
+            self._rebuilt = {}
+            for checkpoint in sorted(self.folder.glob("step_*.pt"), key=lambda found: _step(found.name)):
+                try:
+                    torch.load(checkpoint, map_location="cpu", weights_only=True)
+                except Exception as error:
+                    log.warning("checkpoint %s does not load (%s): skipped", checkpoint, str(error)[:80])
+                    continue
+                self._rebuilt[checkpoint.name] = _sha256(checkpoint)
+        return self._rebuilt
 
 
 @dataclass(frozen=True)
@@ -138,15 +170,14 @@ def snapshot(
     }
 
 
-def resume_problems(
-    state: dict[str, Any], origin: Origin, world_size: int, allow_config_change: bool, allow_code_change: bool
-) -> list[str]:
-    """Why this run may not continue from `state`, one line each (nothing when it may)."""
+def resume_problems(state: dict[str, Any], origin: Origin, world_size: int, allow_code_change: bool) -> list[str]:
+    """Why this run may not continue from `state`, one line each (nothing when it may). A run's config never
+    changes (what it learns would no longer match its config.yaml); its code may, when the user says so."""
     made, step, found = state["origin"], state["step"], []
-    if made["config_sha256"] != origin.config_sha256 and not allow_config_change:
+    if made["config_sha256"] != origin.config_sha256:
         found.append(
             f"the checkpoint at step {step} was made with config {made['config_sha256'][:12]}, not with this "
-            f"config {origin.config_sha256[:12]}: pick another run name, or pass trainer.allow_config_change=true"
+            f"config {origin.config_sha256[:12]}: pick another run name"
         )
     for key, what in (("commit", "commit"), ("uv_lock_sha256", "uv.lock")):
         if made[key] != origin.as_dict()[key] and not allow_code_change:

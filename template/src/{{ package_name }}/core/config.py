@@ -8,7 +8,8 @@ checked by `check`, which prints one line per mistake and exits with code 2.
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
+import inspect
 import os
 import re
 from dataclasses import dataclass, field
@@ -45,7 +46,6 @@ NON_IDENTITY_KEYS = (
     "trainer.ckpt_every",
     "trainer.keep_last",
     "trainer.stop_at_step",
-    "trainer.allow_config_change",
     "trainer.allow_code_change",
 )
 
@@ -64,7 +64,6 @@ class TrainerConfig:
     ckpt_every: int = 100
     keep_last: int = 3
     stop_at_step: int | None = None
-    allow_config_change: bool = False
     allow_code_change: bool = False
 
 
@@ -81,8 +80,8 @@ class LoggerConfig:
 
 @dataclass
 class PathsConfig:
-    runs_dir: str = "${oc.env:RUNS_DIR,runs}"
-    data_dir: str = "${oc.env:DATA_DIR,data}"
+    runs_dir: str = "${project_path:${oc.env:RUNS_DIR,runs}}"
+    data_dir: str = "${project_path:${oc.env:DATA_DIR,data}}"
     run_dir: str = "${.runs_dir}/${main_tag}/${run_name}"
 
 
@@ -109,6 +108,14 @@ def register_schemas() -> None:
 
 
 register_schemas()
+
+
+def project_path(path: str) -> str:
+    """A relative path is relative to the project, not to the folder a run is started from."""
+    return str(PROJECT_ROOT / path) if path else ""  # empty stays empty, for `check` to report
+
+
+OmegaConf.register_new_resolver("project_path", project_path, replace=True)
 
 
 # --- Cross-field checks --------------------------------------------------------------------------------------
@@ -142,21 +149,15 @@ def problems(cfg: DictConfig) -> list[str]:
     sized = callable(train_samples) and not own["data"]  # a size computed from unsound settings would mislead
     found += _batch_problems(cfg.data.batch_size, train_samples() if sized else None)
     found += _tag_problems(cfg.main_tag, list(cfg.tags))
+    found += _path_problems(cfg)
     found += _device_problems(trainer.device)
-    return found
+    return _unknown_keys(cfg) + found
 
 
-def check(cfg: DictConfig, run_dir: Path) -> None:
-    """Stop with one line per mistake and exit code 2 (no traceback) unless `cfg` is sound.
-
-    Hydra creates the run folder before the config reaches us; a refused config removes it (and its main_tag
-    folder) again if still empty, so that a typo leaves nothing behind (a folder with a previous run in it is kept).
-    """
-    found = problems(cfg)
-    if found:
-        with contextlib.suppress(OSError):
-            run_dir.rmdir()
-            run_dir.parent.rmdir()  # the main_tag folder, if this was its only run
+def check(cfg: DictConfig) -> None:
+    """Stop with one line per mistake and exit code 2 (no traceback) unless `cfg` is sound. Nothing has been
+    written yet: the run folder is made only once the config passes (configs/hydra/default.yaml)."""
+    if found := problems(cfg):
         fail(found)
 
 
@@ -175,6 +176,63 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
 
 
 TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")  # one folder name, as jobs/job.sh accepts it
+SPECIAL_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
+
+
+def _path_problems(cfg: DictConfig) -> list[str]:
+    found = []
+    if not RUN_NAME.fullmatch(str(cfg.run_name)):
+        found.append(
+            f"run_name={cfg.run_name!r} is not a folder name: use letters, digits, '.', '_', '+' and '-' (no "
+            "slashes), or leave it unset for the automatic name"
+        )
+    for key, variable in (("runs_dir", "RUNS_DIR"), ("data_dir", "DATA_DIR")):
+        path = cfg.paths[key]
+        if not path:
+            found.append(f"paths.{key} is empty ({variable} is set to ''?): unset {variable}, or point it at a folder")
+        elif Path(path).exists() and not Path(path).is_dir():
+            found.append(f"paths.{key}={path} is a file, not a folder: point {variable} (or paths.{key}) at a folder")
+        elif key == "runs_dir" and not os.access(_nearest_existing(Path(path)), os.W_OK):
+            found.append(f"paths.{key}={path} is not writable: point {variable} at a folder you can write to")
+    return found
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
+    """Keys that no schema or component accepts, such as `+trainer.foo=1`: Hydra lets `+` add them anywhere."""
+    found: list[str] = []
+    kind = OmegaConf.get_type(cfg)
+    if dataclasses.is_dataclass(kind):
+        known = {field.name for field in dataclasses.fields(kind)}
+    elif "_target_" in cfg:
+        known = _parameters(cfg["_target_"])
+    else:
+        known = None  # a plain mapping (such as a component's nested settings) accepts any key
+    for key in cfg:
+        if known is not None and key not in known and key not in SPECIAL_KEYS:
+            found.append(f"{prefix}{key} is not a setting here: remove it (list the settings with --cfg job)")
+        elif isinstance(value := cfg.get(key), DictConfig):
+            found += _unknown_keys(value, f"{prefix}{key}.")
+    return found
+
+
+def _parameters(target: str) -> set[str] | None:
+    """The keyword arguments `target` accepts, or None if it takes any (**kwargs) or cannot be inspected."""
+    try:
+        parameters = inspect.signature(get_object(target)).parameters.values()
+    except Exception:
+        return None  # reported by _target_problems, or a builtin without a signature
+    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
+        return None
+    return {parameter.name for parameter in parameters}
+
+
 PURPOSES = ("exploratory", "candidate")
 
 

@@ -76,6 +76,14 @@ def mean(context: Context, value: torch.Tensor) -> torch.Tensor:
     return total / context.world_size
 
 
+def smallest(context: Context, value: torch.Tensor) -> torch.Tensor:
+    if not context.enabled:
+        return value
+    least = value.clone()
+    dist.all_reduce(least, op=dist.ReduceOp.MIN)
+    return least
+
+
 def gather(context: Context, obj: Any) -> list[Any]:
     """Every rank's `obj`, in rank order, on every rank."""
     if not context.enabled:

@@ -1,8 +1,20 @@
-"""User mistakes end in one line on stderr and exit code 2; tracebacks are kept for bugs."""
+"""User mistakes end in one line on stderr and exit code 2; tracebacks are kept for bugs.
+
+The exit codes of `python -m <package>.train`, which launchers and job scripts act on:
+
+    0    finished (or finished already)
+    1    failed: the loss became non-finite (status.json says at which step); a bug also exits 1, with a traceback
+    2    a mistake in the config, an override or a path: nothing was trained or written
+    73   the run folder is locked by another process (its host and pid are printed): this run is already running
+    74   the disk is full or not writable: the last checkpoint is kept; free space and start again
+    75   stopped by a signal or trainer.stop_at_step, checkpoint saved: start again to resume (requeue me)
+    130  interrupted by Ctrl-C (checkpoint saved at the step boundary; a second Ctrl-C stops at once)
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -10,17 +22,22 @@ from typing import NoReturn
 
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 
+FAILED = 1
 USAGE_ERROR = 2
+RUN_LOCKED = 73  # EX_CANTCREAT in sysexits.h
+STORAGE_ERROR = 74  # EX_IOERR
+REQUEUE = 75  # EX_TEMPFAIL: a temporary failure, try again
+INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 # Hydra raises these while it composes the config from files and overrides, before our code runs: they
 # mean a bad override or config file, not a bug.
 COMPOSITION_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException)
 
 
-def fail(lines: Iterable[str]) -> NoReturn:
+def fail(lines: Iterable[str], code: int = USAGE_ERROR) -> NoReturn:
     for line in lines:
         print(f"error: {line}", file=sys.stderr)
-    raise SystemExit(USAGE_ERROR)
+    raise SystemExit(code)
 
 
 @contextmanager
@@ -37,9 +54,17 @@ def one_line_config_errors(hint: str) -> Iterator[None]:
     try:
         yield
     except COMPOSITION_ERRORS as error:
-        fail([f"{_condense(error)} ({hint})"])
+        fail([f"{_condense(error)} ({_advice(error) or hint})"])
     finally:
         os.environ.pop("HYDRA_FULL_ERROR", None)  # child processes get Hydra's usual reporting
+
+
+def _advice(error: BaseException) -> str | None:
+    """What to do about a composition error whose cause Hydra's own message does not name."""
+    # An experiment file without the header merges under an `experiment` key instead of the root.
+    if found := re.search(r"In '(experiment/[^']+)'.*Key 'experiment' not in", str(error), re.DOTALL):
+        return f"configs/{found.group(1)}.yaml must start with the line `# @package _global_`"
+    return None
 
 
 def _condense(error: BaseException) -> str:

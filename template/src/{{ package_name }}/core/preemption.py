@@ -1,8 +1,10 @@
-"""Preemption: SIGTERM, SIGUSR1 or SIGUSR2 ask the run to stop at the next step boundary.
+"""Stop requests: SIGTERM, SIGUSR1, SIGUSR2 and Ctrl-C ask the run to stop at the next step boundary.
 
-The loop then saves a checkpoint and exits with REQUEUE_EXIT_CODE, which means "not failed, not finished:
-start me again". Slurm sends SIGTERM before it preempts or cancels a job, and `--signal=USR1@<seconds>` ahead of
-its time limit. Started again, the run resumes from that checkpoint.
+The loop then saves a checkpoint and exits. After SIGTERM, SIGUSR1 or SIGUSR2 it exits with REQUEUE_EXIT_CODE,
+which means "not failed, not finished: start me again". Slurm sends SIGTERM before it preempts or cancels a job,
+and `--signal=USR1@<seconds>` ahead of its time limit. After Ctrl-C (SIGINT) it exits with 130, as shells expect
+of an interrupted command; a second Ctrl-C does not wait for the step to end. Started again, the run resumes from
+that checkpoint.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import signal
 from types import FrameType
 
-REQUEUE_EXIT_CODE = 75  # EX_TEMPFAIL in sysexits.h: a temporary failure, try again
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+from .errors import INTERRUPTED, REQUEUE
+
+REQUEUE_EXIT_CODE = REQUEUE
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT)
 
 _received: list[int] = []
 
@@ -30,6 +34,15 @@ def received_signal() -> str:
     return signal.Signals(_received[0]).name if _received else ""
 
 
+def outcome() -> tuple[str, int]:
+    """The state to record and the exit code, for a run stopped at a step boundary."""
+    if not _received:
+        return "paused", REQUEUE_EXIT_CODE  # trainer.stop_at_step: a planned pause
+    if _received[0] == signal.SIGINT:
+        return "interrupted", INTERRUPTED
+    return "preempted", REQUEUE_EXIT_CODE
+
+
 def ignore_in_worker(worker_id: int) -> None:
     """DataLoader `worker_init_fn`: a signal to the process group must not kill the workers mid-batch."""
     for signum in STOP_SIGNALS:
@@ -37,4 +50,6 @@ def ignore_in_worker(worker_id: int) -> None:
 
 
 def _record(signum: int, frame: FrameType | None) -> None:
+    if signum == signal.SIGINT and signal.SIGINT in _received:
+        raise KeyboardInterrupt  # the second Ctrl-C: the user will not wait for the step to end
     _received.append(signum)

@@ -12,6 +12,7 @@ This module imports no torch: composing a config (to name a run, or plan a sweep
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from hydra.core.config_store import ConfigStore
@@ -31,6 +32,12 @@ class MLPConfig:
     hidden_sizes: list[int] = field(default_factory=lambda: [128, 128])
     dropout: float = 0.1
 
+    def problems(self) -> list[str]:
+        found = _dropout_problems(self.dropout)
+        if any(size < 1 for size in self.hidden_sizes):
+            found.append(f"model.hidden_sizes={self.hidden_sizes} must all be >= 1, e.g. model.hidden_sizes=[128,128]")
+        return found
+
 
 @dataclass
 class CharTransformerConfig:
@@ -43,9 +50,18 @@ class CharTransformerConfig:
     dropout: float = 0.0
 
     def problems(self) -> list[str]:
-        if self.width % self.heads:
-            return [f"model.width={self.width} must be a multiple of model.heads={self.heads}"]
+        found = _dropout_problems(self.dropout)
+        if min(self.width, self.depth, self.heads) < 1:
+            found.append("model.width, model.depth and model.heads must all be >= 1")
+        elif self.width % self.heads:
+            found.append(f"model.width={self.width} must be a multiple of model.heads={self.heads}")
+        return found
+
+
+def _dropout_problems(dropout: float) -> list[str]:
+    if 0 <= dropout < 1:
         return []
+    return [f"model.dropout={dropout} must lie in [0, 1): it is the probability of dropping a unit, e.g. 0.1"]
 
 
 # --- Data ----------------------------------------------------------------------------------------------------
@@ -118,7 +134,10 @@ class AdamWConfig:
     weight_decay: float = 1e-4
 
     def problems(self) -> list[str]:
-        return _positive_learning_rate(self.lr)
+        found = _optimizer_problems(self.lr, self.weight_decay)
+        if len(self.betas) != 2 or not all(0 <= beta < 1 for beta in self.betas):
+            found.append(f"optim.betas={self.betas} must be two numbers in [0, 1), e.g. optim.betas=[0.9,0.999]")
+        return found
 
 
 @dataclass
@@ -131,11 +150,19 @@ class SGDConfig:
     weight_decay: float = 1e-4
 
     def problems(self) -> list[str]:
-        return _positive_learning_rate(self.lr)
+        found = _optimizer_problems(self.lr, self.weight_decay)
+        if not 0 <= self.momentum < 1:
+            found.append(f"optim.momentum={self.momentum} must lie in [0, 1), e.g. optim.momentum=0.9")
+        return found
 
 
-def _positive_learning_rate(lr: float) -> list[str]:
-    return [] if lr > 0 else [f"optim.lr={lr} must be > 0: pass a positive learning rate, e.g. optim.lr=3e-3"]
+def _optimizer_problems(lr: float, weight_decay: float) -> list[str]:
+    found = []
+    if not (lr > 0 and math.isfinite(lr)):  # also false for nan
+        found.append(f"optim.lr={lr} must be a finite number > 0: pass e.g. optim.lr=3e-3")
+    if not (weight_decay >= 0 and math.isfinite(weight_decay)):
+        found.append(f"optim.weight_decay={weight_decay} must be a finite number >= 0, e.g. optim.weight_decay=1e-4")
+    return found
 
 
 # --- Learning-rate schedules (built later with the optimizer) ------------------------------------------------

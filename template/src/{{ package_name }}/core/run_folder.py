@@ -1,0 +1,165 @@
+"""One run folder, one writer, and an honest record of how each attempt ended.
+
+A run folder belongs to one process at a time: rank 0 holds an exclusive `flock` on `<run folder>/run.lock` for
+the whole attempt. The kernel releases it when the process ends, however it ends (kill -9 included), so a lock is
+never stale. A second process on the same run exits at once with code 73 and names the holder. The lock file
+holds the holder's host and pid; it is never deleted, because deleting a lock file lets two processes hold
+"the same" lock on two different files.
+
+A run name is one config: a run folder whose saved config differs from the requested one is refused, naming the
+settings that differ. Settings that cannot change what is learned (paths, logging, checkpoint cadence: see
+NON_IDENTITY_KEYS in core/config.py) may differ between attempts.
+
+`status.json` says how the latest attempt ended: running, finished, paused, preempted, interrupted or failed
+(with a one-line reason). Its `step` is the step of the latest checkpoint, where a new attempt resumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import socket
+import sys
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from . import distributed
+from .config import identity
+from .divergence import Diverged
+from .errors import FAILED, INTERRUPTED, RUN_LOCKED, STORAGE_ERROR, USAGE_ERROR, fail
+from .files import write_json
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = "run.lock"
+LOG_FORMAT = "[%(asctime)s][%(levelname)s] %(message)s"
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+class RunFolder:
+    def __init__(self, run_dir: Path, context: distributed.Context) -> None:
+        self.run_dir, self.context = run_dir, context
+        self.step = 0  # the step of the latest checkpoint: where the next attempt resumes
+        self._lock: int | None = None
+
+    def claim(self, settings: Mapping[str, Any], run_name: str) -> None:
+        """Lock the folder (rank 0) and refuse a config other than the one it was started with, on every rank."""
+        refusal = self._claim(settings, run_name) if self.context.is_main else None
+        refusal = distributed.from_main(self.context, refusal)
+        if refusal is not None:
+            code, line = refusal
+            if not self.context.is_main:
+                raise SystemExit(code)  # rank 0 says why, once
+            fail([line], code)
+        if self.context.is_main:
+            handler = logging.FileHandler(self.run_dir / "train.log")  # only now: the holder writes the log alone
+            handler.setFormatter(logging.Formatter(LOG_FORMAT))
+            logging.getLogger().addHandler(handler)
+
+    def finished_metrics(self) -> dict[str, float] | None:
+        path = self.run_dir / "summary.json"
+        return json.loads(path.read_text())["metrics"] if path.exists() else None
+
+    def record(self, state: str, step: int | None = None, reason: str | None = None) -> None:
+        """Write status.json (rank 0): the state, the latest checkpoint's step, and for a failure, why."""
+        if step is not None:
+            self.step = step
+        if self.context.is_main:
+            status = {"state": state, "step": self.step} | ({"reason": reason} if reason else {})
+            write_json(self.run_dir / "status.json", status | {"updated_at": _now()})
+
+    @contextlib.contextmanager
+    def attempt(self) -> Iterator[None]:
+        """Record how the attempt ends when the loop itself cannot: a second Ctrl-C, a diverged loss, a full or
+        read-only disk (one line each, and the latest checkpoint is kept), or a bug (status failed, traceback)."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self._end("interrupted", "stopped at once by a second Ctrl-C", INTERRUPTED)
+        except Diverged as error:
+            self._end("failed", str(error), FAILED)
+        except OSError as error:
+            if error.errno not in NO_SPACE + NOT_WRITABLE:
+                self._record_failure(error)
+                raise
+            self._end("failed", _storage_problem(error, self.run_dir), STORAGE_ERROR)
+        except Exception as error:  # a bug: the traceback is needed, and the status must not say "running"
+            self._record_failure(error)
+            raise
+
+    def _claim(self, settings: Mapping[str, Any], run_name: str) -> tuple[int, str] | None:
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(self.run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as error:
+            return STORAGE_ERROR, _storage_problem(error, self.run_dir)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 256, 0).decode(errors="replace").strip() or "another process"
+            os.close(descriptor)
+            return RUN_LOCKED, (
+                f"{self.run_dir} is in use by {holder}: that run is training now; wait for it to end, or stop it"
+            )
+        if differing := _differing_settings(self.run_dir / "config.yaml", settings):
+            os.close(descriptor)  # releases the lock
+            return USAGE_ERROR, (
+                f"run {run_name} was started with other settings ({'; '.join(differing[:5])}): leave run_name "
+                "unset to get a name for this config, or pick another run_name"
+            )
+        self._lock = descriptor  # held for the life of the process; the kernel releases it however that ends
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"pid {os.getpid()} on {socket.gethostname()} since {_now()}\n".encode(), 0)
+        return None
+
+    def _end(self, state: str, reason: str, code: int) -> None:
+        with contextlib.suppress(OSError):  # on a full disk even status.json may not fit
+            self.record(state, reason=reason)
+        prefix = "interrupted" if code == INTERRUPTED else "error"
+        message = f"{reason}; the checkpoint at step {self.step} is kept" if self.step else reason
+        if self.context.is_main:
+            print(f"{prefix}: {message}", file=sys.stderr, flush=True)
+        raise SystemExit(code)
+
+    def _record_failure(self, error: BaseException) -> None:
+        with contextlib.suppress(OSError):
+            self.record("failed", reason=f"{type(error).__name__}: {error}")
+
+
+def _differing_settings(saved: Path, settings: Mapping[str, Any]) -> list[str]:
+    """`key: saved -> requested` for each identity setting that differs from the run's saved config."""
+    if not saved.exists():
+        return []
+    before, after = _flatten(identity(OmegaConf.load(saved))), _flatten(settings)  # type: ignore[arg-type]
+    keys = sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
+    return [f"{key}: {before.get(key, '(unset)')} -> {after.get(key, '(unset)')}" for key in keys]
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            flat |= _flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _storage_problem(error: OSError, run_dir: Path) -> str:
+    where = error.filename or run_dir
+    if error.errno in NO_SPACE:
+        return f"the disk holding {where} is full ({error.strerror}): free space, or set RUNS_DIR to a larger disk"
+    return f"cannot write {where} ({error.strerror}): make the runs folder writable, or set RUNS_DIR to one"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,0 +1,33 @@
+"""A non-finite loss is found at the step it appeared, without reading each loss on the host."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import pytest
+import torch
+
+from conftest import PACKAGE
+
+divergence = import_module(f"{PACKAGE}.core.divergence")
+distributed = import_module(f"{PACKAGE}.core.distributed")
+
+ALONE = distributed.Context(rank=0, local_rank=0, world_size=1)
+
+
+def test_the_first_non_finite_step_is_named_even_past_the_buffer() -> None:
+    watch = divergence.DivergenceWatch(4, torch.device("cpu"), ALONE)
+    losses = [1.0, 0.9, 0.8, 0.7, 0.6, float("inf"), float("nan"), 0.5]
+    with pytest.raises(divergence.Diverged, match="at step 6: the run diverged") as found:
+        for step, loss in enumerate(losses, start=1):
+            watch.record(step, torch.tensor(loss))
+        watch.check()
+    assert found.value.step == 6
+
+
+def test_finite_losses_pass() -> None:
+    watch = divergence.DivergenceWatch(3, torch.device("cpu"), ALONE)
+    for step in range(1, 11):
+        watch.record(step, torch.tensor(1.0 / step))
+    watch.check()
+    watch.check()  # nothing recorded since: nothing to do

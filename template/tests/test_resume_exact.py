@@ -1,0 +1,100 @@
+"""Resuming is exact, checked in-process in seconds: 60 steps equal 30 steps, a checkpoint, and 30 more.
+
+Every tensor is compared with torch.equal: the weights, the optimizer's moments, the scheduler, every loss and
+the random generators. Dropout and the noisy batches draw from the generators, and 30 steps stop in the middle
+of an epoch, so a restore that skipped the optimizer, the batch position or an RNG fails here, without waiting
+for the slower reproducibility proof.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from conftest import PACKAGE
+
+checkpoint = import_module(f"{PACKAGE}.core.checkpoint")
+determinism = import_module(f"{PACKAGE}.core.determinism")
+hashing = import_module(f"{PACKAGE}.core.hashing")
+batches = import_module(f"{PACKAGE}.core.batches")
+train = import_module(f"{PACKAGE}.train")
+digits = import_module(f"{PACKAGE}.research.datasets.digits")
+mlp = import_module(f"{PACKAGE}.research.models.mlp")
+classification = import_module(f"{PACKAGE}.research.objectives.classification")
+schedules = import_module(f"{PACKAGE}.research.schedules")
+
+CPU = torch.device("cpu")
+ORIGIN = checkpoint.Origin("c" * 64, "a" * 40, "l" * 64)
+
+
+class Parts:
+    """One run's components, built as the loop builds them."""
+
+    def __init__(self, data_dir: Path) -> None:
+        determinism.seed_everything(0)
+        data = digits.Digits(data_dir, 64, 512, 0.2, 0, 0.05, 1797, 64, 10)
+        self.model = mlp.MLP(64, 10, [32], dropout=0.1)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-3)
+        self.scheduler = schedules.warmup_cosine(self.optimizer, 10, 60, 0.05)
+        self.stream = batches.TrainStream(data.train, 64, seed=0, num_workers=0)
+        self.objective = classification.Classification()
+
+    def steps(self, count: int) -> list[torch.Tensor]:
+        losses = []
+        for _ in range(count):
+            losses.append(train.train_step(self.model, self.objective, self.optimizer, next(self.stream), 1.0))
+            self.scheduler.step()
+        return losses
+
+    def state(self) -> dict[str, Any]:
+        rng = [determinism.capture_rng_state(CPU)]
+        return checkpoint.snapshot(self.model, self.optimizer, self.scheduler, self.stream, rng, ORIGIN)
+
+
+def assert_same(left: Any, right: Any, where: str = "") -> None:
+    """Equal in every tensor, bit for bit, and in every other value, recursively."""
+    if isinstance(left, torch.Tensor):
+        assert isinstance(right, torch.Tensor) and torch.equal(left, right), f"{where} differs"
+    elif isinstance(left, dict):
+        assert left.keys() == right.keys(), f"{where} keys differ"
+        for key in left:
+            assert_same(left[key], right[key], f"{where}.{key}")
+    elif isinstance(left, list | tuple):
+        assert len(left) == len(right), f"{where} lengths differ"
+        for index, (a, b) in enumerate(zip(left, right, strict=True)):
+            assert_same(a, b, f"{where}[{index}]")
+    else:
+        assert left == right, f"{where}: {left!r} != {right!r}"
+
+
+def test_sixty_steps_equal_thirty_then_a_resume_then_thirty(data_dir: Path, tmp_path: Path) -> None:
+    straight = Parts(data_dir)
+    straight_losses = straight.steps(60)
+
+    first = Parts(data_dir)
+    first_losses = first.steps(30)  # 22 batches per epoch: this stops in the middle of the second epoch
+    saved = checkpoint.CheckpointDir(tmp_path / "checkpoints", keep_last=1)
+    saved.save(first.state(), 30)
+
+    determinism.seed_everything(123)  # a new process would start from other generator states
+    resumed = Parts(data_dir)
+    state = saved.load_latest()
+    assert checkpoint.restore(state, resumed.model, resumed.optimizer, resumed.scheduler, resumed.stream, 0, CPU) == 30
+    resumed_losses = resumed.steps(30)
+
+    assert_same(first_losses + resumed_losses, straight_losses, "losses")
+    assert_same(resumed.state(), straight.state(), "state")
+    assert hashing.params_sha256(resumed.model) == hashing.params_sha256(straight.model)
+
+
+def test_the_parameter_hash_sees_one_element_of_the_last_tensor() -> None:
+    model = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2))
+    before = hashing.params_sha256(model)
+    with torch.no_grad():
+        last = list(model.state_dict().values())[-1]
+        last.view(-1)[-1] += 1e-6
+    assert hashing.params_sha256(model) != before
