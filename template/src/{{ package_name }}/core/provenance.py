@@ -30,8 +30,9 @@ from .files import appending, write_atomic, write_json
 
 REDACTED = "<redacted>"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|(^|_)PAT(_|$)", re.IGNORECASE)
-# `scheme://user:password@host` keeps its user; `scheme://user@host` loses a user that is a token (20 or more
-# letters, digits, _ or - in a row) and keeps a user name such as `git`.
+# A URL with a password (`user:` then the password, before `@host`) keeps its user and loses the password; a URL
+# with a user alone loses a user that is a token (20 or more letters, digits, _ or - in a row) and keeps a user
+# name such as `git`.
 URL_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?P<user>[^\s/?#@:]*)(?P<password>:[^\s/?#]*)?@", re.I)
 TOKEN_AS_USER = re.compile(r"[\w-]{20,}")
 # Access tokens by their documented prefixes, at their real lengths, so that `sk-learn` or `hf_cache` stay.
@@ -135,8 +136,8 @@ def redacted(environment: dict[str, str] | os._Environ[str]) -> dict[str, str]:
 
 
 def without_secrets(value: str) -> str:
-    """`value` with its URLs' passwords and token users, and every token-shaped string, replaced by "<redacted>":
-    `postgres://u:hunter2@h/db` becomes `postgres://u:<redacted>@h/db`."""
+    """`value` with its URLs' passwords and token users, and every token-shaped string, replaced by "<redacted>",
+    so that a database URL keeps its user and host: `postgres://u:<redacted>@h/db`."""
 
     def userinfo(url: re.Match[str]) -> str:
         if url["password"] is not None:
