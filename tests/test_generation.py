@@ -80,6 +80,7 @@ PACKAGE_MODULES = {
     "core/__init__.py",
     "core/batches.py",
     "core/checkpoint.py",
+    "core/checks.py",
     "core/config.py",
     "core/deps.py",
     "core/determinism.py",

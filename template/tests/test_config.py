@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 from conftest import PACKAGE, ROOT
 
 config = import_module(f"{PACKAGE}.core.config")
+checks = import_module(f"{PACKAGE}.core.checks")
 errors = import_module(f"{PACKAGE}.core.errors")
 sweep = import_module(f"{PACKAGE}.core.sweep")
 import_module(f"{PACKAGE}.core.naming")  # registers the run-name resolver
@@ -25,7 +26,7 @@ def composed(*overrides: str) -> DictConfig:
 
 def test_default_config_is_sound() -> None:
     cfg = composed()
-    assert config.problems(cfg) == []
+    assert checks.problems(cfg) == []
     assert Path(cfg.paths.run_dir) == Path(cfg.paths.runs_dir) / "dev" / cfg.run_name
     assert Path(cfg.paths.runs_dir).is_absolute()  # relative to the project, wherever a run is started from
     assert cfg.model.in_features == cfg.data.num_features
@@ -40,7 +41,7 @@ def test_the_language_model_reads_its_vocabulary_from_the_text() -> None:
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_is_sound(experiment: str) -> None:
-    assert config.problems(composed(f"experiment={experiment}")) == []
+    assert checks.problems(composed(f"experiment={experiment}")) == []
 
 
 @pytest.mark.parametrize(
@@ -72,7 +73,7 @@ def test_every_experiment_is_sound(experiment: str) -> None:
     ],
 )
 def test_each_mistake_is_named_in_one_line(overrides: list[str], expected: str) -> None:
-    found = config.problems(composed(*overrides))
+    found = checks.problems(composed(*overrides))
     assert len(found) == 1, found
     assert found[0].startswith(expected)
     assert "\n" not in found[0]

@@ -37,7 +37,8 @@ from .core import (
 )
 from .core.batches import TrainStream, evaluation_batches
 from .core.checkpoint import CheckpointDir, CheckpointUnreadable, Origin, restore, resume_problems, snapshot
-from .core.config import CONFIG_DIR, PROJECT_ROOT, check, identity
+from .core.checks import check
+from .core.config import CONFIG_DIR, PROJECT_ROOT, identity
 from .core.determinism import capture_rng_state, make_deterministic, seed_everything
 from .core.divergence import DivergenceWatch
 from .core.errors import INTERRUPTED, fail, one_line_config_errors

@@ -15,7 +15,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from .config import CONFIG_DIR, problems
+from .checks import problems
+from .config import CONFIG_DIR
 from .errors import fail
 
 
