@@ -89,6 +89,20 @@ def read_only_folder(runs: Path, scratch: Path) -> Iterator[None]:
         subprocess.run(["umount", str(folder)], check=True)
 
 
+@contextlib.contextmanager
+def small_disk(runs: Path, scratch: Path) -> Iterator[None]:
+    """A 256 kB file system: a run's config and provenance fit, its first checkpoint does not (ENOSPC)."""
+    folder = scratch / "small-disk"
+    folder.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(folder)]
+    if os.geteuid() != 0 or subprocess.run(mount, capture_output=True).returncode:
+        pytest.skip("cannot mount a small file system here: needs root with permission to mount")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
 @dataclass
 class Row:
     args: list[str]
@@ -185,6 +199,13 @@ ROWS = {
         "is full (File too large): free space, or set RUNS_DIR to a larger disk; the checkpoint at step 20 is kept",
         touches="paused",
         file_size_limit=100_000,
+    ),
+    "disk-full-for-real": Row(
+        [*SHORT, "run_name=small"],
+        74,
+        "is full (No space left on device): free space, or set RUNS_DIR to a larger disk",
+        env={"RUNS_DIR": "{scratch}/small-disk"},
+        prepare=small_disk,
     ),
     "diverged": Row(
         [*SHORT, "optim.lr=1e6", "sched.warmup_steps=30", "trainer.ckpt_every=1", "run_name=diverged"],
