@@ -108,5 +108,6 @@ def test_under_torchrun_rank_0_holds_the_lock_and_every_rank_gives_up(
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert done.stderr.count(f"error: {run_dir} is in use by ") == 1, done.stderr  # said once, by rank 0
-    assert done.stderr.count("exitcode  : 73 ") == 2  # torchrun's report of each rank's exit code
+    # torchrun reports (with its own traceback) the first rank to exit, and may stop the other before it exits
+    assert "exitcode  : 73 " in done.stderr
     assert sorted(path.name for path in run_dir.iterdir()) == ["run.lock"]  # no rank wrote anything
