@@ -70,6 +70,24 @@ def test_another_config_under_a_started_name_is_refused_naming_the_settings(
     run_folder.RunFolder(run_dir, ALONE).claim(SETTINGS, "demo")  # the same settings: no complaint
 
 
+def test_new_code_may_add_or_retire_settings_but_not_change_shared_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml({**SETTINGS, "trainer": {"retired": True}}))
+    added = {**SETTINGS, "optim": {"lr": 0.003, "new_setting": 1}}
+    code, message = refusal(run_dir, added, capsys)
+    assert code == errors.USAGE_ERROR and "optim.new_setting: (unset) -> 1; trainer.retired: True -> (unset)" in message
+    other = tmp_path / "other"  # a second copy: the claim below keeps its lock on the first
+    other.mkdir()
+    (other / "config.yaml").write_bytes((run_dir / "config.yaml").read_bytes())
+    run_folder.RunFolder(run_dir, ALONE).claim(added, "demo", allow_code_change=True)
+    with pytest.raises(SystemExit) as stopped:  # a shared setting with another value is another config, always
+        run_folder.RunFolder(other, ALONE).claim({**added, "seed": 1}, "demo", allow_code_change=True)
+    assert stopped.value.code == errors.USAGE_ERROR and "(seed: 0 -> 1)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("raised", "code", "state", "message"),
     [

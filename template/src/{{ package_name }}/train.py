@@ -66,7 +66,8 @@ def main(cfg: DictConfig) -> float:
     if not context.is_main:
         logging.getLogger().setLevel(logging.WARNING)  # one log per run, from rank 0
     run = RunFolder(Path(cfg.paths.run_dir), context)
-    run.claim(identity(cfg), cfg.run_name)  # rank 0 locks the folder; another config under this name is refused
+    # Rank 0 locks the folder; another config under this name is refused.
+    run.claim(identity(cfg), cfg.run_name, trainer.allow_code_change)
     if (finished := run.finished_metrics()) is not None:  # one name is one experiment, trained once
         log.info("%s has finished already (see %s/summary.json): nothing to do", cfg.run_name, run.run_dir)
         distributed.stop(context)

@@ -172,12 +172,15 @@ def snapshot(
 
 def resume_problems(state: dict[str, Any], origin: Origin, world_size: int, allow_code_change: bool) -> list[str]:
     """Why this run may not continue from `state`, one line each (nothing when it may). A run's config never
-    changes (what it learns would no longer match its config.yaml); its code may, when the user says so."""
+    changes (what it learns would no longer match its config.yaml); its code may, when the user says so. New code
+    may add or retire settings, which changes the config hash: the run folder's claim has then compared every
+    setting both sides share, by value (core/run_folder.py)."""
     made, step, found = state["origin"], state["step"], []
-    if made["config_sha256"] != origin.config_sha256:
+    if made["config_sha256"] != origin.config_sha256 and not allow_code_change:
         found.append(
             f"the checkpoint at step {step} was made with config {made['config_sha256'][:12]}, not with this "
-            f"config {origin.config_sha256[:12]}: pick another run name"
+            f"config {origin.config_sha256[:12]}: pick another run name (or, if new code added or retired a setting, "
+            "pass trainer.allow_code_change=true)"
         )
     for key, what in (("commit", "commit"), ("uv_lock_sha256", "uv.lock")):
         if made[key] != origin.as_dict()[key] and not allow_code_change:

@@ -51,9 +51,11 @@ class RunFolder:
         self.step = 0  # the step of the latest checkpoint: where the next attempt resumes
         self._lock: int | None = None
 
-    def claim(self, settings: Mapping[str, Any], run_name: str) -> None:
-        """Lock the folder (rank 0) and refuse a config other than the one it was started with, on every rank."""
-        refusal = self._claim(settings, run_name) if self.context.is_main else None
+    def claim(self, settings: Mapping[str, Any], run_name: str, allow_code_change: bool = False) -> None:
+        """Lock the folder (rank 0) and refuse a config other than the one it was started with, on every rank.
+        With `allow_code_change`, settings that exist on one side only (added or retired by new code) may differ.
+        """
+        refusal = self._claim(settings, run_name, allow_code_change) if self.context.is_main else None
         refusal = distributed.from_main(self.context, refusal)
         if refusal is not None:
             code, line = refusal
@@ -96,7 +98,7 @@ class RunFolder:
             self._record_failure(error)
             raise
 
-    def _claim(self, settings: Mapping[str, Any], run_name: str) -> tuple[int, str] | None:
+    def _claim(self, settings: Mapping[str, Any], run_name: str, allow_code_change: bool) -> tuple[int, str] | None:
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             descriptor = os.open(self.run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
@@ -110,11 +112,12 @@ class RunFolder:
             return RUN_LOCKED, (
                 f"{self.run_dir} is in use by {holder}: that run is training now; wait for it to end, or stop it"
             )
-        if differing := _differing_settings(self.run_dir / "config.yaml", settings):
+        if differing := _differing_settings(self.run_dir / "config.yaml", settings, allow_code_change):
             os.close(descriptor)  # releases the lock
             return USAGE_ERROR, (
                 f"run {run_name} was started with other settings ({'; '.join(differing[:5])}): leave run_name "
-                "unset to get a name for this config, or pick another run_name"
+                "unset to get a name for this config, or pick another run_name (a setting that new code added or "
+                "retired may differ with trainer.allow_code_change=true)"
             )
         self._lock = descriptor  # held for the life of the process; the kernel releases it however that ends
         os.ftruncate(descriptor, 0)
@@ -135,12 +138,13 @@ class RunFolder:
             self.record("failed", reason=f"{type(error).__name__}: {error}")
 
 
-def _differing_settings(saved: Path, settings: Mapping[str, Any]) -> list[str]:
+def _differing_settings(saved: Path, settings: Mapping[str, Any], allow_code_change: bool) -> list[str]:
     """`key: saved -> requested` for each identity setting that differs from the run's saved config."""
     if not saved.exists():
         return []
     before, after = _flatten(identity(OmegaConf.load(saved))), _flatten(settings)  # type: ignore[arg-type]
-    keys = sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
+    compared = before.keys() & after.keys() if allow_code_change else before.keys() | after.keys()
+    keys = sorted(key for key in compared if before.get(key) != after.get(key))
     return [f"{key}: {before.get(key, '(unset)')} -> {after.get(key, '(unset)')}" for key in keys]
 
 
