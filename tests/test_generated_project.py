@@ -26,6 +26,7 @@ def prove(project: Path, *args: str, expect: int) -> dict[str, str]:
     done = run(project, "nox", "--non-interactive", "-s", "reproducibility", "--", *args, expect=expect)
     rows = re.findall(r"^(\d .+?)\s{2,}\S+\s+\S+\s+(identical|DIFFERENT)\b", done.stdout, flags=re.MULTILINE)
     assert rows, done.stdout
+    assert "ERROR: " not in done.stdout, done.stdout  # a chain that crashed proves nothing, either way
     return dict(rows)
 
 

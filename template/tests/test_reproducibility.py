@@ -86,3 +86,13 @@ def test_a_bad_override_is_refused_in_one_line_before_any_run() -> None:
     assert done.stderr.startswith("error: Could not override 'optim.nope'"), done.stderr
     assert len(done.stderr.splitlines()) == 1
     assert "proving with" not in done.stdout
+
+
+def test_the_third_kill_comes_after_the_checkpoint_the_run_resumes_from() -> None:
+    """A kill while saving step 240 leaves step 200 (not 190) as the latest checkpoint: the next stop is after it."""
+    chains = import_module(f"{PACKAGE}.proof.chains")
+    schedule = chains.Schedule(max_steps=240, ckpt_every=50, batches_per_epoch=22)
+    for seed in range(2000):
+        first, saving, third = chains.kill_points(schedule, random.Random(seed))
+        resumed_at = max([0, *(step for step in schedule.checkpoint_steps() if step < saving)])
+        assert first < saving and resumed_at < third < schedule.max_steps, (seed, first, saving, third)

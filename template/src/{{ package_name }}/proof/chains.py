@@ -162,13 +162,21 @@ def stop_and_resume(runner: Runner, schedule: Schedule, rng: random.Random) -> C
 
 def kill_nine(runner: Runner, schedule: Schedule, rng: random.Random) -> Candidates:
     """kill -9 at a random step, then while a checkpoint is being written, then at another random step."""
-    first = rng.randrange(1, schedule.max_steps)
-    saving = min(s for s in schedule.checkpoint_steps() if s > first)
-    third = rng.randrange(max(1, saving - schedule.ckpt_every + 1), schedule.max_steps)
+    first, saving, third = kill_points(schedule, rng)
     for pause in (f"step:{first}", f"save:{saving}", f"step:{third}"):
         runner.run("kill", expect=-signal.SIGKILL, pause=pause)
     runner.run("kill")
     return [(f"4 kill -9 at {first}, saving {saving}, {third}", "reference", runner.result("kill"))]
+
+
+def kill_points(schedule: Schedule, rng: random.Random) -> tuple[int, int, int]:
+    """A random step, the checkpoint after it (killed while being written), and a step the next run reaches."""
+    first = rng.randrange(1, schedule.max_steps)
+    saving = min(s for s in schedule.checkpoint_steps() if s > first)
+    # The kill while saving leaves the checkpoint before `saving` as the latest: the next run resumes there, so the
+    # third stop lies after it. (The last interval can be shorter than ckpt_every: 200 -> 240.)
+    resumed_at = max([0, *(s for s in schedule.checkpoint_steps() if s < saving)])
+    return first, saving, rng.randrange(resumed_at + 1, schedule.max_steps)
 
 
 def sigterm(runner: Runner, schedule: Schedule, rng: random.Random) -> Candidates:
