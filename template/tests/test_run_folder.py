@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from importlib import import_module
 from pathlib import Path
 
@@ -119,3 +121,23 @@ def test_a_bug_keeps_its_traceback_and_is_recorded_as_failed(tmp_path: Path) -> 
         1 / 0  # noqa: B018
     status = json.loads((tmp_path / "status.json").read_text())
     assert status["state"] == "failed" and status["reason"] == "ZeroDivisionError: division by zero"
+
+
+def test_a_forked_child_does_not_keep_the_lock_after_its_parent_lets_go(tmp_path: Path) -> None:
+    """DataLoader workers are forked: they must not hold the run folder when the trainer is gone."""
+    folder = claimed(tmp_path)
+    ready, started = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: outlive the parent's hold on the lock, as a worker does after a kill -9
+        os.write(started, b"x")
+        time.sleep(30)
+        os._exit(0)
+    try:
+        assert os.read(ready, 1) == b"x"  # the child runs (its fork hooks have run)
+        os.close(folder._lock)  # the trainer is gone
+        run_folder.RunFolder(tmp_path, ALONE).claim(SETTINGS, "demo")  # the child, still alive, holds nothing
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        os.close(ready)
+        os.close(started)

@@ -120,6 +120,10 @@ class RunFolder:
                 "retired may differ with trainer.allow_code_change=true)"
             )
         self._lock = descriptor  # held for the life of the process; the kernel releases it however that ends
+        # A forked child (a DataLoader worker) would share the lock and keep it for a few seconds after a kill -9
+        # of this process, so that a requeued run found its folder busy: children close their copy at once.
+        identity = os.fstat(descriptor)
+        os.register_at_fork(after_in_child=lambda: _close_if_same(descriptor, identity))
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, f"pid {os.getpid()} on {socket.gethostname()} since {_now()}\n".encode(), 0)
         return None
@@ -136,6 +140,14 @@ class RunFolder:
     def _record_failure(self, error: BaseException) -> None:
         with contextlib.suppress(OSError):
             self.record("failed", reason=f"{type(error).__name__}: {error}")
+
+
+def _close_if_same(descriptor: int, lock: os.stat_result) -> None:
+    """Close `descriptor` if it is still the lock file (not a number reused by another file since)."""
+    with contextlib.suppress(OSError):
+        found = os.fstat(descriptor)
+        if (found.st_dev, found.st_ino) == (lock.st_dev, lock.st_ino):
+            os.close(descriptor)
 
 
 def _differing_settings(saved: Path, settings: Mapping[str, Any], allow_code_change: bool) -> list[str]:
