@@ -41,7 +41,7 @@ def run_name(
     """The name of a run with identity `settings`, against the identity of its experiment's own config."""
     changed_groups = [g for g in GROUPS if choices.get(g) != base_choices.get(g)]
     tokens = [f"{group}-{_slug(str(choices.get(group)))}" for group in changed_groups]
-    ours, base = _flatten(settings), _flatten(base_settings)
+    ours, base = flatten(settings), flatten(base_settings)
     for key in sorted(ours.keys() | base.keys()):
         if ours.get(key) != base.get(key) and key.split(".")[0] not in changed_groups:
             tokens.append(f"{_slug(key.rpartition('.')[2])}{_format(ours.get(key))}")
@@ -50,11 +50,12 @@ def run_name(
     return "__".join(part for part in parts if part)
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as one mapping of dotted keys: {"optim": {"lr": 1}} -> {"optim.lr": 1}."""
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, Mapping):
-            flat.update(_flatten(value, f"{prefix}{key}."))
+            flat.update(flatten(value, f"{prefix}{key}."))
         else:
             flat[f"{prefix}{key}"] = value
     return flat

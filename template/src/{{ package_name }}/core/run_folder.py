@@ -36,6 +36,7 @@ from .config import identity
 from .divergence import Diverged
 from .errors import FAILED, INTERRUPTED, RUN_LOCKED, STORAGE_ERROR, USAGE_ERROR, fail
 from .files import write_json
+from .naming import flatten
 
 log = logging.getLogger(__name__)
 
@@ -154,20 +155,10 @@ def _differing_settings(saved: Path, settings: Mapping[str, Any], allow_code_cha
     """`key: saved -> requested` for each identity setting that differs from the run's saved config."""
     if not saved.exists():
         return []
-    before, after = _flatten(identity(OmegaConf.load(saved))), _flatten(settings)  # type: ignore[arg-type]
+    before, after = flatten(identity(OmegaConf.load(saved))), flatten(settings)  # type: ignore[arg-type]
     compared = before.keys() & after.keys() if allow_code_change else before.keys() | after.keys()
     keys = sorted(key for key in compared if before.get(key) != after.get(key))
     return [f"{key}: {before.get(key, '(unset)')} -> {after.get(key, '(unset)')}" for key in keys]
-
-
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        if isinstance(value, Mapping):
-            flat |= _flatten(value, f"{prefix}{key}.")
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def _storage_problem(error: OSError, run_dir: Path) -> str:
