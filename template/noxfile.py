@@ -6,6 +6,7 @@ nox -s lint              ruff check, ruff format --check, and uv lock --check (p
 nox -s quick_proof       proofs 1 and 2 of the reproducibility proof: same config twice, and a mid-epoch resume
 nox -s reproducibility   prove that the same config gives the same bits (-- --device cuda on a GPU)
 nox -s deps              is every external/ submodule checked out at its pinned SHA, without local changes?
+nox -s template_version  is a newer version of the template out? (then: copier update --trust --defaults)
 nox -s docker_lint       hadolint on the Dockerfile (warnings and errors)
 nox -s docker            build the image, train briefly in it and on the host, and compare params_sha256
                          (-- --build-arg BASE_IMAGE=... and other `build` options are passed on)
@@ -74,6 +75,12 @@ def quick_proof(session: nox.Session) -> None:
 def deps(session: nox.Session) -> None:
     # Only git and the standard library: it runs even before the locked environment can be installed.
     session.run(sys.executable, f"src/{PACKAGE}/core/deps.py")
+
+
+@nox.session(python=False)
+def template_version(session: nox.Session) -> None:
+    """Is a newer template version out? Lists the tags of the template's source (in .copier-answers.yml)."""
+    session.run(sys.executable, f"src/{PACKAGE}/core/template_version.py")
 
 
 @nox.session(python=PYTHON)

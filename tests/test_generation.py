@@ -93,6 +93,7 @@ PACKAGE_MODULES = {
     "core/preemption.py",
     "core/provenance.py",
     "core/run_folder.py",
+    "core/template_version.py",
     "core/sweep.py",
     "launch/__init__.py",
     "launch/jobs_cache.py",
