@@ -6,13 +6,21 @@ exactly the checked-out commit; anything else is left for PYTHONPATH (see the pr
 made by the next tasks, records each submodule's SHA.
 
 Idempotent: a submodule already registered at external/<name> with the same URL (say, left by a copy that
-failed on a wrong ref and is now retried with the right one) is brought to the asked ref, not added again.
+failed on a wrong ref and is now retried with the right one) is brought to the asked ref, not added again. Once
+the project has commits (a recopy), a registered submodule keeps the commit it is pinned at: bumping a pin is the
+user's work.
+
+With --update (run by `copier update`), only the entries that the committed answers do not list yet are added,
+so a new `external_deps` answer given with --data adds its submodule, and nothing else is touched.
 """
 
+import argparse
 import json
 import subprocess
-import sys
+import tomllib
 from pathlib import Path
+
+import yaml
 
 from _common import fail, run
 
@@ -40,13 +48,19 @@ def registered() -> dict[str, str]:
     return {key.removeprefix("submodule.").removesuffix(".url"): url for key, url in pairs}
 
 
-def add(entry: str, known: dict[str, str]) -> None:
+def uv_sources() -> dict[str, dict]:
+    return tomllib.loads(Path("pyproject.toml").read_text()).get("tool", {}).get("uv", {}).get("sources", {})
+
+
+def add(entry: str, known: dict[str, str], keep_pins: bool) -> None:
     url, ref = parse(entry)
     path = f"external/{name_of(url)}"
     which = f"external dependency {entry!r}"
     if path not in known and not Path(path).exists():
         run([*GIT, "submodule", "add", "--quiet", url, path], what=f"{which}: git submodule add")
-    elif known.get(path) == url:  # there already (a retried copy, a recopy): check it out, then move it to `ref`
+    elif known.get(path) == url and keep_pins:
+        ref = None  # pinned by a commit of the project: leave the pin alone
+    elif known.get(path) == url:  # left by a copy that failed: check it out, then move it to `ref`
         run([*GIT, "submodule", "update", "--init", "--quiet", "--", path], what=f"{which}: git submodule update")
     else:
         if path in known:
@@ -58,13 +72,25 @@ def add(entry: str, known: dict[str, str]) -> None:
             run([*GIT, "-C", path, "fetch", "--quiet", "--tags", "origin"], what=f"{which}: git fetch")
         run(["git", "-C", path, "checkout", "--quiet", ref], what=f"{which}: checking out {ref!r}")
         run(["git", "add", path], what=f"{which}: git add")
-    if (Path(path) / "pyproject.toml").exists() or (Path(path) / "setup.py").exists():
+    is_package = (Path(path) / "pyproject.toml").exists() or (Path(path) / "setup.py").exists()
+    has_source = any(Path(str(source.get("path", ""))) == Path(path) for source in uv_sources().values())
+    if is_package and not has_source:
         # --no-workspace: a plain path source, not a uv workspace member
         add_source = ["uv", "add", "--quiet", "--frozen", "--no-workspace", "--editable", f"./{path}"]
         run(add_source, what=f"{which}: uv add")
 
 
-entries = json.loads(sys.argv[1])
+parser = argparse.ArgumentParser()
+parser.add_argument("entries", type=json.loads, help="the external_deps answer, as JSON")
+parser.add_argument("--update", action="store_true", help="add only the entries that the committed answers lack")
+parser.add_argument("--answers-file", default=".copier-answers.yml")
+args = parser.parse_args()
+entries = args.entries
+if args.update:
+    committed = subprocess.run(["git", "show", f"HEAD:{args.answers_file}"], capture_output=True, text=True)
+    answers = yaml.safe_load(committed.stdout) if committed.returncode == 0 else None
+    before = (answers or {}).get("external_deps") or []
+    entries = [entry for entry in entries if entry not in before]
 paths = [f"external/{name_of(parse(entry)[0])}" for entry in entries]
 if duplicates := sorted({path for path in paths if paths.count(path) > 1}):
     fail(f"external_deps: two entries would both live in {duplicates[0]}: keep one")
@@ -76,4 +102,4 @@ if first_copy and (stale := sorted(set(known) - set(paths))):
         f"list it, or remove it with `git rm -f {stale[0]}`"
     )
 for entry in entries:
-    add(entry, known)
+    add(entry, known, keep_pins=not first_copy)
