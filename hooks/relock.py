@@ -1,0 +1,25 @@
+"""Copier migration after every update: make uv.lock match the updated pyproject.toml by resolving it again.
+
+A lock is never merged as text. Copier leaves the project's uv.lock as it was and merges pyproject.toml; if the
+update changed the dependencies, `uv lock` re-resolves, keeping every pinned version that still fits (so the
+user's pins, submodule path sources included, stay). With conflict markers in pyproject.toml there is nothing to
+resolve yet: it says what to run once they are gone.
+"""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from _common import fail, run
+
+MARKERS = ("<<<<<<< ", ">>>>>>> ")
+
+if any(line.startswith(MARKERS) for line in Path("pyproject.toml").read_text().splitlines()):
+    print("note: pyproject.toml has conflict markers: resolve them, then run `uv lock`", file=sys.stderr)
+    raise SystemExit(0)
+if shutil.which("uv") is None:
+    fail("uv is not installed, so uv.lock was not brought up to date: install uv, then run `uv lock`")
+if subprocess.run(["uv", "lock", "--check", "--quiet"], capture_output=True, check=False).returncode != 0:
+    run(["uv", "lock", "--quiet"], what="uv lock", attempts=3)
+    print("uv.lock resolved again for the updated pyproject.toml (uv lock)", file=sys.stderr)

@@ -1,0 +1,279 @@
+"""`copier update` across real template versions keeps the user's work (see template_versions.py for the versions).
+
+The user's project is generated at v0.1.0 (the flat layout) and then edited as users do: the model's config, a new
+experiment, a function added to the models module, a bumped submodule, all committed. Every test works on a clone
+of that project, so each starts from the same history.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import template_versions
+from conftest import DEFAULT_PACKAGE, IDENTITY, git, make_package_repo, run
+
+pytestmark = pytest.mark.slow
+
+PACKAGE = f"src/{DEFAULT_PACKAGE}"
+USER_FUNCTION = '''
+
+def count_parameters(model: nn.Module) -> int:
+    """How many weights the model trains."""
+    return sum(parameter.numel() for parameter in model.parameters() if parameter.requires_grad)
+'''
+USER_EXPERIMENT = "# @package _global_\n# Mine: the default MLP, trained longer.\ntrainer:\n  max_steps: 900\n"
+USER_HIDDEN_SIZES = "hidden_sizes: [256, 128]"
+GIT_FILE = ["git", "-c", "protocol.file.allow=always"]
+
+
+def copier(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Copier as users run it, in its own process, from the project folder."""
+    command = [sys.executable, "-m", "copier", *args, "--trust", "--defaults"]
+    return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=600)
+
+
+def update(project: Path, version: str, *args: str) -> subprocess.CompletedProcess[str]:
+    done = copier(project, "update", f"--vcs-ref={version}", *args)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done
+
+
+def commit(project: Path, message: str) -> None:
+    subprocess.run(["git", "add", "--all"], cwd=project, check=True)
+    subprocess.run(["git", *IDENTITY, "commit", "--quiet", "--no-verify", "-m", message], cwd=project, check=True)
+
+
+def clone(project: Path, destination: Path) -> Path:
+    subprocess.run([*GIT_FILE, "clone", "--quiet", "--recurse-submodules", str(project), str(destination)], check=True)
+    return destination
+
+
+def files_of(project: Path) -> dict[str, bytes]:
+    """Every file of the working tree (submodules' own .git excluded), to prove that nothing changed."""
+    return {
+        str(path.relative_to(project)): path.read_bytes()
+        for path in project.rglob("*")
+        if path.is_file() and ".git" not in path.relative_to(project).parts
+    }
+
+
+def conflicted(project: Path) -> list[str]:
+    """Files with inline conflict markers anywhere in the project, and files git lists as unmerged."""
+    marked = subprocess.run(["git", "grep", "-l", "-e", "^<<<<<<< "], cwd=project, capture_output=True, text=True)
+    unmerged = git(project, "diff", "--name-only", "--diff-filter=U")
+    return sorted(set(marked.stdout.split()) | set(unmerged.split()))
+
+
+def answers(project: Path) -> dict:
+    return yaml.safe_load((project / ".copier-answers.yml").read_text())
+
+
+def lock_is_current(project: Path) -> bool:
+    return subprocess.run(["uv", "lock", "--check"], cwd=project, capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    repo = tmp_path_factory.mktemp("template") / "repo"
+    return {"repo": repo, "commits": template_versions.build(repo)}
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("library")
+    shas = make_package_repo(root / "labmodels", "labmodels", ["1.0", "1.1", "1.2"])
+    second = make_package_repo(root / "labdata", "labdata", ["0.1"])
+    return {"url": str(root / "labmodels"), "shas": shas, "second": f"{root / 'labdata'}@{second[0]}"}
+
+
+@pytest.fixture(scope="module")
+def edited_v1(template: dict, library: dict, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A v0.1.0 project with the user's edits committed."""
+    project = tmp_path_factory.mktemp("user") / "my-exp"
+    deps = json.dumps([f"{library['url']}@{library['shas'][0]}"])
+    command = [sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--quiet", "--vcs-ref=v0.1.0"]
+    done = subprocess.run([*command, f"--data=external_deps={deps}", str(template["repo"]), str(project)], text=True)
+    assert done.returncode == 0
+    assert answers(project)["_commit"] == "v0.1.0"
+    model_config = project / "configs/model/mlp.yaml"
+    model_config.write_text(model_config.read_text().replace("hidden_sizes: [128, 128]", USER_HIDDEN_SIZES))
+    (project / "configs/experiment/mine.yaml").write_text(USER_EXPERIMENT)
+    with (project / PACKAGE / "models.py").open("a") as models:
+        models.write(USER_FUNCTION)
+    subprocess.run(["git", "-C", "external/labmodels", "checkout", "--quiet", library["shas"][1]], cwd=project)
+    commit(project, "My experiment; labmodels 1.1")
+    return project
+
+
+@pytest.fixture(scope="module")
+def updated_v2(edited_v1: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    project = clone(edited_v1, tmp_path_factory.mktemp("v2") / "my-exp")
+    done = update(project, "v0.2.0")
+    state = {"project": project, "stderr": done.stderr, "conflicted": conflicted(project)}
+    state["lock"] = lock_is_current(project)
+    commit(project, "Update to template v0.2.0")
+    return state
+
+
+def assert_user_work_kept(project: Path, library: dict) -> None:
+    assert (project / "configs/experiment/mine.yaml").read_text() == USER_EXPERIMENT
+    assert USER_FUNCTION.strip() in (project / PACKAGE / "research/models/mlp.py").read_text()
+    assert not (project / PACKAGE / "models.py").exists()
+    assert git(project, "rev-parse", "HEAD:external/labmodels") == library["shas"][1]
+    assert git(project, "-C", "external/labmodels", "rev-parse", "HEAD") == library["shas"][1]
+
+
+def test_update_to_the_new_layout_keeps_every_edit(updated_v2: dict, library: dict) -> None:
+    project = updated_v2["project"]
+    assert updated_v2["conflicted"] == []
+    carried = f"carried your edits to {PACKAGE}/models.py into {PACKAGE}/research/models/mlp.py"
+    assert updated_v2["stderr"].count(carried) == 1
+    assert_user_work_kept(project, library)
+    model_config = (project / "configs/model/mlp.yaml").read_text()
+    assert USER_HIDDEN_SIZES in model_config and "research/models/mlp.py" in model_config  # both sides' lines
+    for new_file in ("core/run_folder.py", "research/datasets/char_text.py", "proof/chains.py"):
+        assert (project / PACKAGE / new_file).is_file(), new_file
+    assert not (project / PACKAGE / "data.py").exists()
+    assert answers(project)["_commit"] == "v0.2.0"
+    assert updated_v2["lock"], "uv.lock does not match pyproject.toml after the update"
+    # The project works: the user's function is importable from its new place, its fast tests pass, it trains.
+    module = f"{DEFAULT_PACKAGE}.research.models.mlp"
+    code = f"from {module} import MLP, count_parameters; print(count_parameters(MLP(4, 2, [3], 0.0)))"
+    assert run(project, "uv", "run", "--frozen", "python", "-c", code).stdout.split() == ["23"]
+    fast = ["tests/test_layout.py", "tests/test_models.py", "tests/test_config.py", "tests/test_datasets.py"]
+    run(project, "uv", "run", "--frozen", "pytest", "-q", "-p", "no:cacheprovider", *fast)
+    run(project, "uv", "run", "--frozen", "python", "-m", f"{DEFAULT_PACKAGE}.train", "experiment=mine",
+        "trainer.max_steps=20", "sched.warmup_steps=5", "trainer.progress_bar=false")  # fmt: skip
+
+
+def test_a_clash_marks_that_file_only_and_pre_commit_refuses_it(updated_v2: dict, tmp_path: Path) -> None:
+    project = clone(updated_v2["project"], tmp_path / "my-exp")
+    update(project, "v0.3.0")
+    assert conflicted(project) == ["configs/model/mlp.yaml"]
+    model_config = (project / "configs/model/mlp.yaml").read_text()
+    assert f"<<<<<<< before updating\n{USER_HIDDEN_SIZES}\n=======\nhidden_sizes: [64, 64]\n>>>>>>> after updating" in (
+        model_config
+    )
+    readme = (project / "README.md").read_text()  # its conflict example is this test's output
+    example = readme.split("$ cat -n configs/model/mlp.yaml\n")[1].split("```")[0].splitlines()
+    numbered = dict(enumerate(model_config.splitlines(), start=1))
+    assert [line.split("\t", 1) for line in example] == [[f"{n:6}", numbered[n]] for n in range(6, 14)]
+    assert "log_grad_norm: false" in (project / "configs/trainer/default.yaml").read_text()  # merged cleanly
+    assert "tags: [exploratory, template-v0.3]" in (project / "configs/train.yaml").read_text()
+    assert (project / "docs/faq.md").is_file()
+    assert lock_is_current(project), "the new dependency was not locked"
+    assert "rich" in (project / "uv.lock").read_text()
+    run(project, "uv", "run", "--frozen", "pre-commit", "install")
+    subprocess.run(["git", "add", "--all"], cwd=project, check=True)  # "resolved" without removing the markers
+    refused = run(project, "git", *IDENTITY, "commit", "-m", "Update to v0.3.0", expect=1)
+    hooks = refused.stdout + refused.stderr
+    assert re.search(r"^no merge conflict markers\.+Failed$", hooks, flags=re.MULTILINE), hooks
+    marker = r"^configs/model/mlp.yaml:\d+: Merge conflict string '<<<<<<<' found$"
+    assert re.search(marker, hooks, flags=re.MULTILINE), hooks
+    for line in (
+        readme.split("a commit that still holds a marker is refused:\n\n```text\n")[1].split("```")[0].splitlines()
+    ):
+        assert line in hooks.splitlines(), line
+    resolved = (
+        model_config.split("<<<<<<< before updating\n")[0]
+        + USER_HIDDEN_SIZES
+        + "\n"
+        + (model_config.split(">>>>>>> after updating\n")[1])
+    )
+    (project / "configs/model/mlp.yaml").write_text(resolved)
+    subprocess.run(["git", "add", "--all"], cwd=project, check=True)
+    run(project, "git", *IDENTITY, "commit", "-m", "Update to v0.3.0")
+    assert answers(project)["_commit"] == "v0.3.0"
+
+
+def test_from_the_flat_layout_straight_to_v0_3_0(edited_v1: Path, library: dict, tmp_path: Path) -> None:
+    project = clone(edited_v1, tmp_path / "my-exp")
+    update(project, "v0.3.0")
+    assert conflicted(project) == ["configs/model/mlp.yaml"]
+    assert_user_work_kept(project, library)
+    assert lock_is_current(project)
+    assert answers(project)["_commit"] == "v0.3.0"
+
+
+def test_the_update_names_the_users_files_that_import_a_moved_module(edited_v1: Path, tmp_path: Path) -> None:
+    project = clone(edited_v1, tmp_path / "my-exp")
+    (project / PACKAGE / "extras.py").write_text("from .models import MLP\n\nWIDE = MLP\n")
+    (project / "configs/model/digits_net.yaml").write_text(f"_target_: {DEFAULT_PACKAGE}.models.MLP\n")
+    commit(project, "Modules of our own that use the flat layout")
+    notes = [line for line in update(project, "v0.2.0").stderr.splitlines() if line.startswith("note:")]
+    assert notes == [
+        f"note: configs/model/digits_net.yaml still imports {DEFAULT_PACKAGE}.models, "
+        f"which is now {DEFAULT_PACKAGE}.research.models.mlp",
+        f"note: {PACKAGE}/extras.py still imports {DEFAULT_PACKAGE}.models, "
+        f"which is now {DEFAULT_PACKAGE}.research.models.mlp",
+    ]
+
+
+def test_an_update_on_a_dirty_tree_changes_nothing(edited_v1: Path, tmp_path: Path) -> None:
+    project = clone(edited_v1, tmp_path / "my-exp")
+    (project / "configs/experiment/mine.yaml").write_text(USER_EXPERIMENT + "seed: 3\n")
+    before = files_of(project)
+    done = copier(project, "update", "--vcs-ref=v0.2.0")
+    assert done.returncode != 0
+    assert "Destination repository is dirty; cannot continue" in done.stderr
+    assert files_of(project) == before
+
+
+def test_an_edit_that_cannot_be_carried_stops_the_update_before_any_change(edited_v1: Path, tmp_path: Path) -> None:
+    project = clone(edited_v1, tmp_path / "my-exp")
+    models = project / PACKAGE / "models.py"
+    first_line = models.read_text().splitlines()[0]
+    models.write_text(models.read_text().replace(first_line, '"""Our models, with our own docstring."""'))
+    commit(project, "A docstring of our own, on the line that v0.2.0 also changed")
+    before, head = files_of(project), git(project, "rev-parse", "HEAD")
+    done = copier(project, "update", "--vcs-ref=v0.2.0")
+    assert done.returncode != 0
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert f"{PACKAGE}/models.py -> {PACKAGE}/research/models/mlp.py" in line
+    assert "by hand" in line
+    assert files_of(project) == before and git(project, "rev-parse", "HEAD") == head
+    assert git(project, "status", "--porcelain") == ""
+
+
+def test_a_new_external_dependency_given_on_update_is_added(updated_v2: dict, library: dict, tmp_path: Path) -> None:
+    project = clone(updated_v2["project"], tmp_path / "my-exp")
+    deps = [*answers(project)["external_deps"], library["second"]]
+    update(project, "v0.2.0", f"--data=external_deps={json.dumps(deps)}")
+    assert answers(project)["external_deps"] == deps
+    assert git(project, "config", "--file", ".gitmodules", "submodule.external/labdata.path") == "external/labdata"
+    assert (project / "external/labdata/src/labdata/__init__.py").is_file()
+    assert git(project, "ls-files", "--stage", "external/labmodels").split()[1] == library["shas"][1]  # kept
+    assert lock_is_current(project)
+
+
+def test_recopy_keeps_the_answers_the_history_and_the_pins(updated_v2: dict, library: dict, tmp_path: Path) -> None:
+    project = clone(updated_v2["project"], tmp_path / "my-exp")
+    before, head = answers(project), git(project, "rev-parse", "HEAD")
+    done = copier(project, "recopy", "--overwrite", "--vcs-ref=v0.2.0")
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert answers(project) == before
+    assert git(project, "rev-parse", "HEAD") == head  # no second "initial commit"
+    assert git(project, "ls-files", "--stage", "external/labmodels").split()[1] == library["shas"][1]
+    assert git(project, "-C", "external/labmodels", "rev-parse", "HEAD") == library["shas"][1]
+    assert (project / "configs/experiment/mine.yaml").read_text() == USER_EXPERIMENT  # not the template's
+    assert lock_is_current(project)
+
+
+def test_nox_tells_whether_a_newer_template_version_is_out(updated_v2: dict, tmp_path: Path) -> None:
+    project = clone(updated_v2["project"], tmp_path / "my-exp")
+    session = ["nox", "--non-interactive", "-s", "template_version"]
+    assert "template v0.3.0 is out (this project is at v0.2.0)" in run(project, *session).stdout
+    update(project, "v0.3.0")
+    assert "up to date: template v0.3.0 is the newest release" in run(project, *session).stdout
+    answers_file = project / ".copier-answers.yml"
+    source = answers(project)["_src_path"]
+    answers_file.write_text(answers_file.read_text().replace(source, str(tmp_path / "moved-away")))
+    done = run(project, *session, expect=1)
+    assert f"error: cannot list the template's versions at {tmp_path / 'moved-away'}" in done.stdout + done.stderr
