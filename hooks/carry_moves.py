@@ -1,18 +1,19 @@
-"""Copier migration: carry a user's edits to files that a template version moved into the files' new places.
+"""Copier migration, on every update: no edit of the user's is lost to a file that the new version moved or removed.
 
-Copier's update merges a user's edits into files that keep their path, but a file that the new version no longer
-has is deleted, edits and all. For each move listed in `--moves` (old path: new path), this script does a 3-way
-merge: the old template file is the base, the user's file (as committed: an update needs a clean tree) is one
-side, and the new template file is the other.
+Copier merges a user's edits into files that keep their path, but it deletes a file that the new version no
+longer has, edits and all. So:
+- a file that a version moved (listed in `hooks/migrations/v<version>.yaml`, old path: new path, for each
+  version the update crosses) gets a 3-way merge into its new place: the old template file is the base, the
+  user's file is one side, the new template file the other;
+- an edited file that the new version removed without a move is kept where it is, and named.
 
-- `--stage before` runs before Copier changes anything. If any edited file cannot be carried cleanly (a merge
-  conflict, or the new path is already taken), it stops the update with one line naming the files to move by
-  hand.
-- `--stage after` runs once Copier has written the new version: it writes each carried file into its new place,
-  and names the user's files that still import a moved module.
+`--stage before` runs before Copier changes anything: if an edit cannot be carried cleanly (a merge conflict, or
+the new place is taken), it stops the update with one line naming the files to move by hand. `--stage after` runs
+once Copier has written the new version: it writes the carried and kept files, and names the user's files that
+still import a moved module.
 
-Copier gives the migration VERSION_FROM (the project's template version) in the environment; this script reads
-the old template files at that version from the template's git clone (`--template`).
+The user's files are read as committed (Copier updates only a clean tree, and does not commit), the old template
+files from the template's git clone at VERSION_FROM, which Copier passes in the environment.
 """
 
 from __future__ import annotations
@@ -27,34 +28,53 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from packaging.version import Version
 
 from _common import fail
 
-PACKAGE_DIR = "src/{{ package_name }}/"  # how the template names the package folder
+PACKAGE_DIR = "{{ package_name }}"  # how the template names the package folder
+TEMPLATE_DIR = "template/"  # Copier's _subdirectory
 
 
 @dataclass(frozen=True)
 class Carry:
     old: str
-    new: str
-    merged: str | None  # None: the merge conflicts
+    new: str | None  # None: removed without a move, so kept in place
+    text: str
 
 
-def git_show(template: Path, version: str, path: str) -> str | None:
-    done = subprocess.run(
-        ["git", "-C", str(template), "show", f"{version}:{path}"], capture_output=True, text=True, check=False
-    )
+def git(*args: str, cwd: Path | None = None) -> str | None:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
     return done.stdout if done.returncode == 0 else None
 
 
 def committed(path: str) -> str | None:
-    """The user's file as committed in the project (Copier refuses to update a dirty tree)."""
-    done = subprocess.run(["git", "show", f"HEAD:{path}"], capture_output=True, text=True, check=False)
-    return done.stdout if done.returncode == 0 else None
+    return git("show", f"HEAD:{path}")
 
 
-def template_path(project_path: str, package: str) -> str:
-    return "template/" + project_path.replace(f"src/{package}/", PACKAGE_DIR, 1)
+def template_files(template: Path, version: str, package: str) -> dict[str, str]:
+    """{path in the project: path in the template} of the plain (not .jinja) files the template has at `version`.
+
+    A templated file's text depends on the answers, so it cannot be compared with the user's; Copier merges
+    those that keep their path."""
+    listed = git("ls-tree", "-r", "--name-only", version, "--", TEMPLATE_DIR, cwd=template) or ""
+    return {
+        name.removeprefix(TEMPLATE_DIR).replace(PACKAGE_DIR, package): name
+        for name in listed.splitlines()
+        if not name.endswith(".jinja") and "{{" not in name.replace(PACKAGE_DIR, "") and "{%" not in name
+    }
+
+
+def moves_crossed(migrations: Path, version_from: Version, version_to: Version, package: str) -> dict[str, str]:
+    """The moves of every version in (from, to], from the `v<version>.yaml` files, `{package}` filled in; a file
+    moved twice maps to its last place."""
+    moves: dict[str, str] = {}
+    for table in sorted(migrations.glob("v*.yaml"), key=lambda path: Version(path.stem)):
+        if version_from < Version(table.stem) <= version_to:
+            listed = yaml.safe_load(table.read_text()) or {}
+            later = {old.format(package=package): new.format(package=package) for old, new in listed.items()}
+            moves = {old: later.get(new, new) for old, new in moves.items()} | later
+    return moves
 
 
 def merge(ours: str, base: str, theirs: str) -> str | None:
@@ -62,32 +82,34 @@ def merge(ours: str, base: str, theirs: str) -> str | None:
     with tempfile.TemporaryDirectory(prefix="carry-") as scratch:
         files = []
         for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
-            path = Path(scratch, name)
-            path.write_text(text)
-            files.append(str(path))
+            Path(scratch, name).write_text(text)
+            files.append(str(Path(scratch, name)))
         done = subprocess.run(["git", "merge-file", "-p", *files], capture_output=True, text=True, check=False)
     return done.stdout if done.returncode == 0 else None
 
 
 def plan(template: Path, version_from: str, moves: dict[str, str], package: str) -> tuple[list[Carry], list[str]]:
-    """What to carry, and (as lines of text) what cannot be carried."""
-    known = ["git", "-C", str(template), "rev-parse", "--verify", "--quiet", f"{version_from}^{{commit}}"]
-    if subprocess.run(known, capture_output=True, check=False).returncode != 0:
+    """What to carry or keep, and (as text) what cannot be carried."""
+    if git("rev-parse", "--verify", "--quiet", f"{version_from}^{{commit}}", cwd=template) is None:
         fail(f"template version {version_from} is not in the template's history, so your edits cannot be carried")
+    old_files = template_files(template, version_from, package)
+    new_files = template_files(template, "HEAD", package)
     carries, blocked = [], []
-    for old, new in moves.items():
-        ours = committed(old)
-        base = git_show(template, version_from, template_path(old, package))
+    for old, source in sorted(old_files.items()):
+        if old in new_files:
+            continue  # Copier merges the user's edits into it
+        ours, base = committed(old), git("show", f"{version_from}:{source}", cwd=template)
         if ours is None or ours == base:
-            continue  # deleted or never edited: the new version's file replaces it as it is
-        theirs = (template / template_path(new, package)).read_text()
-        if committed(new) is not None:
-            blocked.append(f"{old} (its new place {new} exists already)")
-            continue
-        merged = merge(ours, base or "", theirs)
-        if merged is None:
+            continue  # deleted or never edited: nothing of the user's to lose
+        new = moves.get(old)
+        if new is None:
+            carries.append(Carry(old, None, ours))
+        elif new not in new_files or committed(new) is not None:
+            blocked.append(f"{old} (its new place {new} is {'taken' if new in new_files else 'gone'})")
+        elif (merged := merge(ours, base or "", (template / new_files[new]).read_text())) is None:
             blocked.append(f"{old} -> {new}")
-        carries.append(Carry(old, new, merged))
+        else:
+            carries.append(Carry(old, new, merged))
     return carries, blocked
 
 
@@ -104,12 +126,13 @@ def stale_references(moves: dict[str, str], package: str) -> list[str]:
     """
     moved = {module_of(old): module_of(new) for old, new in moves.items() if old.startswith("src/")}
     moved = {old: new for old, new in moved.items() if old != new}
+    if not moved:
+        return []
     absolute = re.compile(rf"\b({'|'.join(map(re.escape, moved))})\b")
     local_names = "|".join(re.escape(old.removeprefix(f"{package}.")) for old in moved)
     relative = re.compile(rf"^\s*from \.({local_names}) import", flags=re.MULTILINE)
-    listed = subprocess.run(["git", "ls-files", "-z", "--", "src", "configs", "tests"], capture_output=True, text=True)
     notes = []
-    for path in filter(None, listed.stdout.split("\0")):
+    for path in filter(None, (git("ls-files", "-z", "--", "src", "configs", "tests") or "").split("\0")):
         try:
             text = Path(path).read_text()
         except (OSError, UnicodeDecodeError):
@@ -124,14 +147,13 @@ def stale_references(moves: dict[str, str], package: str) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stage", choices=["before", "after"], required=True)
-    parser.add_argument("--moves", type=Path, required=True, help="YAML: old path -> new path, with {package}")
     parser.add_argument("--template", type=Path, required=True, help="the template's git clone (new version)")
     parser.add_argument("--answers-file", type=Path, default=Path(".copier-answers.yml"))
     args = parser.parse_args()
     package = yaml.safe_load(args.answers_file.read_text())["package_name"]
-    listed = yaml.safe_load(args.moves.read_text())
-    moves = {old.format(package=package): new.format(package=package) for old, new in listed.items()}
-    version_from, version_to = os.environ["VERSION_FROM"], os.environ.get("VERSION_TO", "the new version")
+    version_from, version_to = os.environ["VERSION_FROM"], os.environ["VERSION_TO"]
+    pep440 = Version(os.environ["VERSION_PEP440_FROM"]), Version(os.environ["VERSION_PEP440_TO"])
+    moves = moves_crossed(args.template / "hooks" / "migrations", *pep440, package)
     carries, blocked = plan(args.template, version_from, moves, package)
     if blocked:
         fail(
@@ -142,10 +164,13 @@ def main() -> None:
     if args.stage == "before":
         return
     for carry in carries:
-        assert carry.merged is not None  # a conflict stopped the update in the before stage
-        Path(carry.new).parent.mkdir(parents=True, exist_ok=True)
-        Path(carry.new).write_text(carry.merged)
-        print(f"carried your edits to {carry.old} into {carry.new}", file=sys.stderr)
+        target = Path(carry.new or carry.old)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(carry.text)
+        if carry.new:
+            print(f"carried your edits to {carry.old} into {carry.new}", file=sys.stderr)
+        else:
+            print(f"kept {carry.old}, which {version_to} no longer has, because you edited it", file=sys.stderr)
     for note in stale_references(moves, package):
         print(note, file=sys.stderr)
 

@@ -3,9 +3,9 @@
 - v0.1.0 is commit `FLAT_LAYOUT` (tagged v0.1.0 here): the last one with the flat module layout. It is found by
   SHA, since a clone may not carry tags.
 - v0.2.0 is this checkout's working tree (uncommitted changes included), as Copier itself would take it.
-- v0.3.0 is v0.2.0 plus the changes a template release makes (`THIRD_RELEASE`): a new trainer option, a changed
-  default in train.yaml, a new dependency, a new file, and an edit to the model's config on the line that the
-  update tests also edit as the user.
+- v0.3.0 is v0.2.0 plus the changes a template release makes (`THIRD_RELEASE`, `THIRD_RELEASE_REMOVES`): a new
+  trainer option, a changed default in train.yaml, a new dependency, a new file, a removed file, and an edit to
+  the model's config on the line that the update tests also edit as the user.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ THIRD_RELEASE = [
     ("template/configs/model/mlp.yaml", "hidden_sizes: [128, 128]", "hidden_sizes: [64, 64]"),
     ("template/docs/faq.md", None, "# Questions\n\nAsk them in the issue tracker.\n"),
 ]  # fmt: skip
+THIRD_RELEASE_REMOVES = ["template/configs/optim/sgd.yaml"]
 
 
 def commit_tree(repo: Path, version: str) -> str:
@@ -76,5 +77,7 @@ def build(repo: Path) -> dict[str, str]:
         text = path.read_text()
         assert text.count(find) == 1, f"{name}: {find!r} is not there exactly once"
         path.write_text(text.replace(find, replacement))
+    for name in THIRD_RELEASE_REMOVES:
+        (repo / name).unlink()
     commits["v0.3.0"] = commit_tree(repo, "v0.3.0")
     return commits

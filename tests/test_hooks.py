@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import ROOT, generate, git
+from template_versions import FLAT_LAYOUT
 
 HOOKS = ("git_init.py", "lock.py", "first_commit.py")
 
@@ -60,3 +62,14 @@ def test_missing_uv_stops_the_copy_with_one_line_and_leaves_nothing(tmp_path: Pa
     ]
     assert "Traceback" not in done.stderr
     assert not destination.exists()
+
+
+def test_the_v0_2_0_moves_cover_every_file_that_v0_2_0_removed() -> None:
+    """An edit to a removed file that no move names would only be kept in place, not carried: the table is complete."""
+    moves = yaml.safe_load((ROOT / "hooks" / "migrations" / "v0.2.0.yaml").read_text())
+    in_template = {old: "template/" + old.replace("src/{package}", "src/{{ package_name }}") for old in moves}
+    flat = git(ROOT, "ls-tree", "-r", "--name-only", FLAT_LAYOUT, "--", "template").splitlines()
+    removed = {path for path in flat if not (ROOT / path).exists()}
+    assert removed == set(in_template.values())
+    for new in moves.values():
+        assert (ROOT / "template" / new.replace("src/{package}", "src/{{ package_name }}")).is_file(), new

@@ -30,6 +30,7 @@ def count_parameters(model: nn.Module) -> int:
 '''
 USER_EXPERIMENT = "# @package _global_\n# Mine: the default MLP, trained longer.\ntrainer:\n  max_steps: 900\n"
 USER_HIDDEN_SIZES = "hidden_sizes: [256, 128]"
+USER_MOMENTUM = "momentum: 0.95"  # in configs/optim/sgd.yaml, which v0.3.0 removes
 GIT_FILE = ["git", "-c", "protocol.file.allow=always"]
 
 
@@ -105,6 +106,8 @@ def edited_v1(template: dict, library: dict, tmp_path_factory: pytest.TempPathFa
     model_config = project / "configs/model/mlp.yaml"
     model_config.write_text(model_config.read_text().replace("hidden_sizes: [128, 128]", USER_HIDDEN_SIZES))
     (project / "configs/experiment/mine.yaml").write_text(USER_EXPERIMENT)
+    sgd = project / "configs/optim/sgd.yaml"
+    sgd.write_text(sgd.read_text().replace("momentum: 0.9", USER_MOMENTUM))
     with (project / PACKAGE / "models.py").open("a") as models:
         models.write(USER_FUNCTION)
     subprocess.run(["git", "-C", "external/labmodels", "checkout", "--quiet", library["shas"][1]], cwd=project)
@@ -138,6 +141,7 @@ def test_update_to_the_new_layout_keeps_every_edit(updated_v2: dict, library: di
     assert_user_work_kept(project, library)
     model_config = (project / "configs/model/mlp.yaml").read_text()
     assert USER_HIDDEN_SIZES in model_config and "research/models/mlp.py" in model_config  # both sides' lines
+    assert USER_MOMENTUM in (project / "configs/optim/sgd.yaml").read_text()
     for new_file in ("core/run_folder.py", "research/datasets/char_text.py", "proof/chains.py"):
         assert (project / PACKAGE / new_file).is_file(), new_file
     assert not (project / PACKAGE / "data.py").exists()
@@ -153,10 +157,16 @@ def test_update_to_the_new_layout_keeps_every_edit(updated_v2: dict, library: di
         "trainer.max_steps=20", "sched.warmup_steps=5", "trainer.progress_bar=false")  # fmt: skip
 
 
+def assert_removed_but_edited_file_kept(project: Path, stderr: str) -> None:
+    assert USER_MOMENTUM in (project / "configs/optim/sgd.yaml").read_text()
+    assert "kept configs/optim/sgd.yaml, which v0.3.0 no longer has, because you edited it" in stderr
+
+
 def test_a_clash_marks_that_file_only_and_pre_commit_refuses_it(updated_v2: dict, tmp_path: Path) -> None:
     project = clone(updated_v2["project"], tmp_path / "my-exp")
-    update(project, "v0.3.0")
+    done = update(project, "v0.3.0")
     assert conflicted(project) == ["configs/model/mlp.yaml"]
+    assert_removed_but_edited_file_kept(project, done.stderr)
     model_config = (project / "configs/model/mlp.yaml").read_text()
     assert f"<<<<<<< before updating\n{USER_HIDDEN_SIZES}\n=======\nhidden_sizes: [64, 64]\n>>>>>>> after updating" in (
         model_config
@@ -195,9 +205,10 @@ def test_a_clash_marks_that_file_only_and_pre_commit_refuses_it(updated_v2: dict
 
 def test_from_the_flat_layout_straight_to_v0_3_0(edited_v1: Path, library: dict, tmp_path: Path) -> None:
     project = clone(edited_v1, tmp_path / "my-exp")
-    update(project, "v0.3.0")
+    done = update(project, "v0.3.0")
     assert conflicted(project) == ["configs/model/mlp.yaml"]
     assert_user_work_kept(project, library)
+    assert_removed_but_edited_file_kept(project, done.stderr)
     assert lock_is_current(project)
     assert answers(project)["_commit"] == "v0.3.0"
 
