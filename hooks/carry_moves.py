@@ -1,18 +1,19 @@
 """Copier migration, on every update: no edit of the user's is lost to a file that the new version moved or removed.
 
 Copier merges a user's edits into files that keep their path, but it deletes a file that the new version no
-longer has, edits and all. So:
-- a file that a version moved (listed in `hooks/migrations/v<version>.yaml`, old path: new path, for each
-  version the update crosses) gets a 3-way merge into its new place: the old template file is the base, the
-  user's file is one side, the new template file the other;
-- an edited file that the new version removed without a move is kept where it is, and named.
+longer has, edits and all. So, for each file of the old version that the new one lacks:
+- if a move table (`hooks/migrations/v<version>.yaml`, old path: new path) sends it to a file the new version
+  has, and the user edited it, the edits are merged into that file: a 3-way merge whose base is the old template
+  file, one side the user's file and the other the new template file;
+- otherwise, if the user edited it, it is kept where it is, and named. A file rendered from a `.jinja` template
+  cannot be compared with its base (its text depends on the answers), so it is kept whenever it is there.
 
-`--stage before` runs before Copier changes anything: if an edit cannot be carried cleanly (a merge conflict, or
-the new place is taken), it stops the update with one line naming the files to move by hand. `--stage after` runs
-once Copier has written the new version: it writes the carried and kept files, and names the user's files that
-still import a moved module.
+`--stage before` runs before Copier changes anything: if an edit cannot be carried cleanly (a merge conflict, a
+binary file, or the new place already taken), it stops the update with one line naming the files to move by
+hand. `--stage after` runs once Copier has written the new version: it writes the carried and kept files, and
+names the user's files that still import a moved module by its old name.
 
-The user's files are read as committed (Copier updates only a clean tree, and does not commit), the old template
+The user's files are read as committed (Copier updates only a clean tree and does not commit); the old template
 files from the template's git clone at VERSION_FROM, which Copier passes in the environment.
 """
 
@@ -28,67 +29,71 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from packaging.version import Version
 
 from _common import fail
 
 PACKAGE_DIR = "{{ package_name }}"  # how the template names the package folder
 TEMPLATE_DIR = "template/"  # Copier's _subdirectory
+JINJA = ".jinja"
 
 
 @dataclass(frozen=True)
 class Carry:
     old: str
-    new: str | None  # None: removed without a move, so kept in place
-    text: str
+    new: str | None  # None: kept in place
+    merged: bytes | None = None
+    templated: bool = False  # rendered from a .jinja file: whether the user edited it cannot be told
 
 
-def git(*args: str, cwd: Path | None = None) -> str | None:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+def git(*args: str, cwd: Path | None = None) -> bytes | None:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
     return done.stdout if done.returncode == 0 else None
 
 
-def committed(path: str) -> str | None:
-    return git("show", f"HEAD:{path}")
+def committed(path: str) -> bytes | None:
+    """The user's file as committed; `./` reads it relative to the project, which may be a repository's subfolder."""
+    return git("show", f"HEAD:./{path}")
 
 
 def template_files(template: Path, version: str, package: str) -> dict[str, str]:
-    """{path in the project: path in the template} of the plain (not .jinja) files the template has at `version`.
-
-    A templated file's text depends on the answers, so it cannot be compared with the user's; Copier merges
-    those that keep their path."""
-    listed = git("ls-tree", "-r", "--name-only", version, "--", TEMPLATE_DIR, cwd=template) or ""
-    return {
-        name.removeprefix(TEMPLATE_DIR).replace(PACKAGE_DIR, package): name
-        for name in listed.splitlines()
-        if not name.endswith(".jinja") and "{{" not in name.replace(PACKAGE_DIR, "") and "{%" not in name
-    }
+    """{path in the project: path in the template} of every file the template renders at `version`."""
+    listed = (git("ls-tree", "-r", "-z", "--name-only", version, "--", TEMPLATE_DIR, cwd=template) or b"").decode()
+    files = {}
+    for name in filter(None, listed.split("\0")):
+        rendered = name.removeprefix(TEMPLATE_DIR).replace(PACKAGE_DIR, package).removesuffix(JINJA)
+        if "{{" not in rendered and "{%" not in rendered:  # a conditional name: not one fixed path
+            files[rendered] = name
+    return files
 
 
-def moves_crossed(migrations: Path, version_from: Version, version_to: Version, package: str) -> dict[str, str]:
-    """The moves of every version in (from, to], from the `v<version>.yaml` files, `{package}` filled in; a file
-    moved twice maps to its last place."""
-    moves: dict[str, str] = {}
-    for table in sorted(migrations.glob("v*.yaml"), key=lambda path: Version(path.stem)):
-        if version_from < Version(table.stem) <= version_to:
-            listed = yaml.safe_load(table.read_text()) or {}
-            later = {old.format(package=package): new.format(package=package) for old, new in listed.items()}
-            moves = {old: later.get(new, new) for old, new in moves.items()} | later
-    return moves
+def move_chains(migrations: Path, package: str) -> dict[str, list[str]]:
+    """Every file that some version moved -> its places in version order (a file can move more than once)."""
+    chains: dict[str, list[str]] = {}
+    tables = sorted(migrations.glob("v*.yaml"), key=lambda path: [int(part) for part in path.stem[1:].split(".")])
+    for table in tables:
+        for old, new in (yaml.safe_load(table.read_text()) or {}).items():
+            old, new = old.format(package=package), new.format(package=package)
+            for chain in chains.values():
+                if chain[-1] == old:
+                    chain.append(new)
+            chains.setdefault(old, [new])
+    return chains
 
 
-def merge(ours: str, base: str, theirs: str) -> str | None:
-    """`git merge-file`: the merged text, or None when the two sides changed the same lines."""
+def merge(ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
+    """`git merge-file`: the merged bytes, or None when both sides changed the same lines (or a file is binary)."""
     with tempfile.TemporaryDirectory(prefix="carry-") as scratch:
         files = []
-        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
-            Path(scratch, name).write_text(text)
+        for name, content in (("ours", ours), ("base", base), ("theirs", theirs)):
+            Path(scratch, name).write_bytes(content)
             files.append(str(Path(scratch, name)))
-        done = subprocess.run(["git", "merge-file", "-p", *files], capture_output=True, text=True, check=False)
+        done = subprocess.run(["git", "merge-file", "-p", *files], capture_output=True, check=False)
     return done.stdout if done.returncode == 0 else None
 
 
-def plan(template: Path, version_from: str, moves: dict[str, str], package: str) -> tuple[list[Carry], list[str]]:
+def plan(
+    template: Path, version_from: str, chains: dict[str, list[str]], package: str
+) -> tuple[list[Carry], list[str]]:
     """What to carry or keep, and (as text) what cannot be carried."""
     if git("rev-parse", "--verify", "--quiet", f"{version_from}^{{commit}}", cwd=template) is None:
         fail(f"template version {version_from} is not in the template's history, so your edits cannot be carried")
@@ -96,17 +101,18 @@ def plan(template: Path, version_from: str, moves: dict[str, str], package: str)
     new_files = template_files(template, "HEAD", package)
     carries, blocked = [], []
     for old, source in sorted(old_files.items()):
-        if old in new_files:
-            continue  # Copier merges the user's edits into it
-        ours, base = committed(old), git("show", f"{version_from}:{source}", cwd=template)
-        if ours is None or ours == base:
-            continue  # deleted or never edited: nothing of the user's to lose
-        new = moves.get(old)
-        if new is None:
-            carries.append(Carry(old, None, ours))
-        elif new not in new_files or committed(new) is not None:
-            blocked.append(f"{old} (its new place {new} is {'taken' if new in new_files else 'gone'})")
-        elif (merged := merge(ours, base or "", (template / new_files[new]).read_text())) is None:
+        ours = committed(old)
+        if old in new_files or ours is None:
+            continue  # Copier merges the user's edits into it, or the user deleted it
+        base = None if source.endswith(JINJA) else git("show", f"{version_from}:{source}", cwd=template)
+        if ours == base:
+            continue  # never edited: nothing of the user's to lose
+        new = next((place for place in reversed(chains.get(old, [])) if place in new_files), None)
+        if new is None or base is None:
+            carries.append(Carry(old, None, templated=base is None))
+        elif committed(new) is not None:
+            blocked.append(f"{old} (its new place {new} is taken)")
+        elif (merged := merge(ours, base, (template / new_files[new]).read_bytes())) is None:
             blocked.append(f"{old} -> {new}")
         else:
             carries.append(Carry(old, new, merged))
@@ -118,29 +124,32 @@ def module_of(path: str) -> str:
     return path.removeprefix("src/").removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
-def stale_references(moves: dict[str, str], package: str) -> list[str]:
-    """The project's files that still import a module that moved (the new version's files never do).
+def imported_names(text: str, package: str, top_level: bool) -> set[str]:
+    """The modules of `package` that `text` names: `pkg.x` anywhere, `from pkg import x`, and in the package's top
+    folder `from .x import ...` and `from . import x`."""
+    names = {match.group(0) for match in re.finditer(rf"\b{package}(\.\w+)+", text)}
+    sources = [package, r"\."] if top_level else [package]
+    for source in sources:
+        for match in re.finditer(rf"^\s*from\s+{source}\s+import\s+\(?([\w\s,]+)", text, flags=re.MULTILINE):
+            names |= {f"{package}.{part.split()[0]}" for part in match.group(1).split(",") if part.strip()}
+    if top_level:
+        names |= {f"{package}.{name}" for name in re.findall(r"^\s*from\s+\.(\w+)", text, flags=re.MULTILINE)}
+    return names
 
-    Absolute names (`pkg.models`) are looked for in src/, configs/ and tests/; relative ones (`from .models`) only
-    in the package's top folder, where the moved modules used to live.
-    """
-    moved = {module_of(old): module_of(new) for old, new in moves.items() if old.startswith("src/")}
+
+def stale_references(chains: dict[str, list[str]], package: str) -> list[str]:
+    """The project's files (src/, configs/, tests/) that still import a moved module by its old name."""
+    moved = {module_of(old): module_of(chain[-1]) for old, chain in chains.items() if old.startswith("src/")}
     moved = {old: new for old, new in moved.items() if old != new}
-    if not moved:
-        return []
-    absolute = re.compile(rf"\b({'|'.join(map(re.escape, moved))})\b")
-    local_names = "|".join(re.escape(old.removeprefix(f"{package}.")) for old in moved)
-    relative = re.compile(rf"^\s*from \.({local_names}) import", flags=re.MULTILINE)
     notes = []
-    for path in filter(None, (git("ls-files", "-z", "--", "src", "configs", "tests") or "").split("\0")):
+    for path in filter(None, (git("ls-files", "-z", "--", "src", "configs", "tests") or b"").decode().split("\0")):
         try:
             text = Path(path).read_text()
         except (OSError, UnicodeDecodeError):
             continue
-        found = set(absolute.findall(text))
-        if Path(path).parent == Path("src", package):
-            found |= {f"{package}.{name}" for name in relative.findall(text)}
-        notes += [f"note: {path} still imports {name}, which is now {moved[name]}" for name in sorted(found)]
+        found = imported_names(text, package, top_level=Path(path).parent == Path("src", package))
+        olds = sorted(old for old in moved if any(name == old or name.startswith(f"{old}.") for name in found))
+        notes += [f"note: {path} still imports {old}, which is now {moved[old]}" for old in olds]
     return notes
 
 
@@ -152,26 +161,31 @@ def main() -> None:
     args = parser.parse_args()
     package = yaml.safe_load(args.answers_file.read_text())["package_name"]
     version_from, version_to = os.environ["VERSION_FROM"], os.environ["VERSION_TO"]
-    pep440 = Version(os.environ["VERSION_PEP440_FROM"]), Version(os.environ["VERSION_PEP440_TO"])
-    moves = moves_crossed(args.template / "hooks" / "migrations", *pep440, package)
-    carries, blocked = plan(args.template, version_from, moves, package)
+    chains = move_chains(args.template / "hooks" / "migrations", package)
+    carries, blocked = plan(args.template, version_from, chains, package)
     if blocked:
         fail(
-            f"update stopped before changing anything: {version_to} moved files you edited, and these edits clash "
-            f"with its changes: {'; '.join(blocked)}. Take your edits out of those files (keep a copy), commit, "
-            "update, then put the edits into the new files by hand"
+            f"update stopped before changing anything: {version_to} moved files you edited, and these edits cannot be "
+            f"merged into their new places: {'; '.join(blocked)}. Take your edits out of those files (keep a copy), "
+            "commit, update, then put the edits into the new files by hand"
         )
     if args.stage == "before":
         return
     for carry in carries:
-        target = Path(carry.new or carry.old)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(carry.text)
-        if carry.new:
-            print(f"carried your edits to {carry.old} into {carry.new}", file=sys.stderr)
-        else:
-            print(f"kept {carry.old}, which {version_to} no longer has, because you edited it", file=sys.stderr)
-    for note in stale_references(moves, package):
+        if carry.new is None:
+            if not Path(carry.old).exists():  # never over a file that this version rendered there
+                subprocess.run(["git", "checkout", "HEAD", "--", f"./{carry.old}"], check=True)
+                why = "you edited it"
+                if carry.templated:
+                    why = (
+                        "it was rendered from a template, so your edits cannot be told apart: delete it if it has none"
+                    )
+                print(f"kept {carry.old}, which {version_to} no longer has: {why}", file=sys.stderr)
+            continue
+        assert carry.merged is not None
+        Path(carry.new).write_bytes(carry.merged)
+        print(f"carried your edits to {carry.old} into {carry.new}", file=sys.stderr)
+    for note in stale_references(chains, package):
         print(note, file=sys.stderr)
 
 

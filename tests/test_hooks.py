@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
@@ -73,3 +75,33 @@ def test_the_v0_2_0_moves_cover_every_file_that_v0_2_0_removed() -> None:
     assert removed == set(in_template.values())
     for new in moves.values():
         assert (ROOT / "template" / new.replace("src/{package}", "src/{{ package_name }}")).is_file(), new
+
+
+def carry_moves() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "hooks"))
+    try:
+        return importlib.import_module("carry_moves")
+    finally:
+        sys.path.remove(str(ROOT / "hooks"))
+
+
+def test_a_file_moved_twice_is_followed_to_its_last_place(tmp_path: Path) -> None:
+    (tmp_path / "v0.10.0.yaml").write_text("src/{package}/b.py: src/{package}/c.py\n")
+    (tmp_path / "v0.2.0.yaml").write_text("src/{package}/a.py: src/{package}/b.py\n")
+    chains = carry_moves().move_chains(tmp_path, "pkg")
+    assert chains == {"src/pkg/a.py": ["src/pkg/b.py", "src/pkg/c.py"], "src/pkg/b.py": ["src/pkg/c.py"]}
+
+
+@pytest.mark.parametrize(
+    ("text", "top_level", "names"),
+    [
+        ("_target_: pkg.models.MLP", False, {"pkg.models.MLP"}),
+        ("from pkg import models, data as d", False, {"pkg.models", "pkg.data"}),
+        ("from pkg import (\n    models,\n    data,\n)", False, {"pkg.models", "pkg.data"}),
+        ("from . import models\nfrom .data import Digits", True, {"pkg.models", "pkg.data"}),
+        ("from . import models", False, set()),  # in a subpackage, `.` is not the package
+        ("import pkgx.models", False, set()),
+    ],
+)
+def test_imports_of_the_package_are_found_in_every_form(text: str, top_level: bool, names: set[str]) -> None:
+    assert carry_moves().imported_names(text, "pkg", top_level) == names

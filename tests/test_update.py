@@ -125,20 +125,21 @@ def updated_v2(edited_v1: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     return state
 
 
-def assert_user_work_kept(project: Path, library: dict) -> None:
+def assert_user_work_kept(project: Path, library: dict, template: dict, version: str) -> None:
     assert (project / "configs/experiment/mine.yaml").read_text() == USER_EXPERIMENT
-    assert USER_FUNCTION.strip() in (project / PACKAGE / "research/models/mlp.py").read_text()
+    new_module = git(template["repo"], "show", f"{version}:{template_versions.PACKAGE_DIR}/research/models/mlp.py")
+    assert (project / PACKAGE / "research/models/mlp.py").read_text() == new_module + "\n" + USER_FUNCTION
     assert not (project / PACKAGE / "models.py").exists()
     assert git(project, "rev-parse", "HEAD:external/labmodels") == library["shas"][1]
     assert git(project, "-C", "external/labmodels", "rev-parse", "HEAD") == library["shas"][1]
 
 
-def test_update_to_the_new_layout_keeps_every_edit(updated_v2: dict, library: dict) -> None:
+def test_update_to_the_new_layout_keeps_every_edit(updated_v2: dict, library: dict, template: dict) -> None:
     project = updated_v2["project"]
     assert updated_v2["conflicted"] == []
     carried = f"carried your edits to {PACKAGE}/models.py into {PACKAGE}/research/models/mlp.py"
     assert updated_v2["stderr"].count(carried) == 1
-    assert_user_work_kept(project, library)
+    assert_user_work_kept(project, library, template, "v0.2.0")
     model_config = (project / "configs/model/mlp.yaml").read_text()
     assert USER_HIDDEN_SIZES in model_config and "research/models/mlp.py" in model_config  # both sides' lines
     assert USER_MOMENTUM in (project / "configs/optim/sgd.yaml").read_text()
@@ -159,7 +160,7 @@ def test_update_to_the_new_layout_keeps_every_edit(updated_v2: dict, library: di
 
 def assert_removed_but_edited_file_kept(project: Path, stderr: str) -> None:
     assert USER_MOMENTUM in (project / "configs/optim/sgd.yaml").read_text()
-    assert "kept configs/optim/sgd.yaml, which v0.3.0 no longer has, because you edited it" in stderr
+    assert "kept configs/optim/sgd.yaml, which v0.3.0 no longer has: you edited it" in stderr
 
 
 def test_a_clash_marks_that_file_only_and_pre_commit_refuses_it(updated_v2: dict, tmp_path: Path) -> None:
@@ -203,11 +204,13 @@ def test_a_clash_marks_that_file_only_and_pre_commit_refuses_it(updated_v2: dict
     assert answers(project)["_commit"] == "v0.3.0"
 
 
-def test_from_the_flat_layout_straight_to_v0_3_0(edited_v1: Path, library: dict, tmp_path: Path) -> None:
+def test_from_the_flat_layout_straight_to_v0_3_0(
+    edited_v1: Path, library: dict, template: dict, tmp_path: Path
+) -> None:
     project = clone(edited_v1, tmp_path / "my-exp")
     done = update(project, "v0.3.0")
     assert conflicted(project) == ["configs/model/mlp.yaml"]
-    assert_user_work_kept(project, library)
+    assert_user_work_kept(project, library, template, "v0.3.0")
     assert_removed_but_edited_file_kept(project, done.stderr)
     assert lock_is_current(project)
     assert answers(project)["_commit"] == "v0.3.0"
@@ -215,13 +218,15 @@ def test_from_the_flat_layout_straight_to_v0_3_0(edited_v1: Path, library: dict,
 
 def test_the_update_names_the_users_files_that_import_a_moved_module(edited_v1: Path, tmp_path: Path) -> None:
     project = clone(edited_v1, tmp_path / "my-exp")
-    (project / PACKAGE / "extras.py").write_text("from .models import MLP\n\nWIDE = MLP\n")
+    (project / PACKAGE / "extras.py").write_text("from . import data\nfrom .models import MLP\n\nWIDE = MLP\n")
     (project / "configs/model/digits_net.yaml").write_text(f"_target_: {DEFAULT_PACKAGE}.models.MLP\n")
     commit(project, "Modules of our own that use the flat layout")
     notes = [line for line in update(project, "v0.2.0").stderr.splitlines() if line.startswith("note:")]
     assert notes == [
         f"note: configs/model/digits_net.yaml still imports {DEFAULT_PACKAGE}.models, "
         f"which is now {DEFAULT_PACKAGE}.research.models.mlp",
+        f"note: {PACKAGE}/extras.py still imports {DEFAULT_PACKAGE}.data, "
+        f"which is now {DEFAULT_PACKAGE}.research.datasets.digits",
         f"note: {PACKAGE}/extras.py still imports {DEFAULT_PACKAGE}.models, "
         f"which is now {DEFAULT_PACKAGE}.research.models.mlp",
     ]
@@ -237,27 +242,40 @@ def test_an_update_on_a_dirty_tree_changes_nothing(edited_v1: Path, tmp_path: Pa
     assert files_of(project) == before
 
 
-def test_an_edit_that_cannot_be_carried_stops_the_update_before_any_change(edited_v1: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("case", ["clash", "taken"])
+def test_an_edit_that_cannot_be_carried_stops_the_update_before_any_change(
+    edited_v1: Path, tmp_path: Path, case: str
+) -> None:
     project = clone(edited_v1, tmp_path / "my-exp")
     models = project / PACKAGE / "models.py"
-    first_line = models.read_text().splitlines()[0]
-    models.write_text(models.read_text().replace(first_line, '"""Our models, with our own docstring."""'))
-    commit(project, "A docstring of our own, on the line that v0.2.0 also changed")
+    if case == "clash":  # a docstring of the user's, on the line that v0.2.0 also changed
+        first_line = models.read_text().splitlines()[0]
+        models.write_text(models.read_text().replace(first_line, '"""Our models, with our own docstring."""'))
+        expected = f"{PACKAGE}/models.py -> {PACKAGE}/research/models/mlp.py"
+    else:  # a file of the user's where v0.2.0 puts models.py
+        (project / PACKAGE / "research/models").mkdir(parents=True)
+        (project / PACKAGE / "research/models/mlp.py").write_text("# ours\n")
+        expected = f"{PACKAGE}/models.py (its new place {PACKAGE}/research/models/mlp.py is taken)"
+    commit(project, f"An edit that v0.2.0 cannot carry ({case})")
     before, head = files_of(project), git(project, "rev-parse", "HEAD")
     done = copier(project, "update", "--vcs-ref=v0.2.0")
     assert done.returncode != 0
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert f"{PACKAGE}/models.py -> {PACKAGE}/research/models/mlp.py" in line
-    assert "by hand" in line
+    assert expected in line and "by hand" in line
     assert files_of(project) == before and git(project, "rev-parse", "HEAD") == head
     assert git(project, "status", "--porcelain") == ""
 
 
 def test_a_new_external_dependency_given_on_update_is_added(updated_v2: dict, library: dict, tmp_path: Path) -> None:
+    """...and an entry whose ref changed leaves its pin alone, saying how to move it."""
     project = clone(updated_v2["project"], tmp_path / "my-exp")
-    deps = [*answers(project)["external_deps"], library["second"]]
-    update(project, "v0.2.0", f"--data=external_deps={json.dumps(deps)}")
+    deps = [f"{library['url']}@{library['shas'][2]}", library["second"]]
+    done = update(project, "v0.2.0", f"--data=external_deps={json.dumps(deps)}")
     assert answers(project)["external_deps"] == deps
+    assert (
+        f"note: external/labmodels stays at its pin {library['shas'][1][:12]}; to move it to {library['shas'][2]}: "
+        f"git -C external/labmodels checkout {library['shas'][2]} && git add external/labmodels"
+    ) in done.stderr
     assert git(project, "config", "--file", ".gitmodules", "submodule.external/labdata.path") == "external/labdata"
     assert (project / "external/labdata/src/labdata/__init__.py").is_file()
     assert git(project, "ls-files", "--stage", "external/labmodels").split()[1] == library["shas"][1]  # kept
