@@ -16,8 +16,9 @@ so a new `external_deps` answer given with --data adds its submodule, and nothin
 
 import argparse
 import json
+import re
 import subprocess
-import tomllib
+import sys
 from pathlib import Path
 
 import yaml
@@ -48,8 +49,23 @@ def registered() -> dict[str, str]:
     return {key.removeprefix("submodule.").removesuffix(".url"): url for key, url in pairs}
 
 
-def uv_sources() -> dict[str, dict]:
-    return tomllib.loads(Path("pyproject.toml").read_text()).get("tool", {}).get("uv", {}).get("sources", {})
+def note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
+def has_uv_source(path: str) -> bool:
+    """Whether pyproject.toml has a uv path source for `path` (a regex: the file may hold conflict markers)."""
+    return re.search(rf'path\s*=\s*"(\./)?{re.escape(path)}/?"', Path("pyproject.toml").read_text()) is not None
+
+
+def commit_of(path: str, ref: str) -> str:
+    query = ["git", "-C", path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"]
+    return subprocess.run(query, capture_output=True, text=True, check=False).stdout.strip()
+
+
+def pinned(path: str) -> str:
+    """The commit the project's HEAD pins the submodule at."""
+    return run(["git", "rev-parse", f"HEAD:./{path}"], what=f"reading the pin of {path}").strip()
 
 
 def add(entry: str, known: dict[str, str], keep_pins: bool) -> None:
@@ -58,8 +74,11 @@ def add(entry: str, known: dict[str, str], keep_pins: bool) -> None:
     which = f"external dependency {entry!r}"
     if path not in known and not Path(path).exists():
         run([*GIT, "submodule", "add", "--quiet", url, path], what=f"{which}: git submodule add")
-    elif known.get(path) == url and keep_pins:
-        ref = None  # pinned by a commit of the project: leave the pin alone
+    elif known.get(path) == url and keep_pins:  # pinned by a commit of the project: leave the pin alone
+        if ref and commit_of(path, ref) != pinned(path):
+            move = f"git -C {path} checkout {ref} && git add {path}"
+            note(f"{path} stays at its pin {pinned(path)[:12]}; to move it to {ref}: {move}")
+        ref = None
     elif known.get(path) == url:  # left by a copy that failed: check it out, then move it to `ref`
         run([*GIT, "submodule", "update", "--init", "--quiet", "--", path], what=f"{which}: git submodule update")
     else:
@@ -73,8 +92,10 @@ def add(entry: str, known: dict[str, str], keep_pins: bool) -> None:
         run(["git", "-C", path, "checkout", "--quiet", ref], what=f"{which}: checking out {ref!r}")
         run(["git", "add", path], what=f"{which}: git add")
     is_package = (Path(path) / "pyproject.toml").exists() or (Path(path) / "setup.py").exists()
-    has_source = any(Path(str(source.get("path", ""))) == Path(path) for source in uv_sources().values())
-    if is_package and not has_source:
+    conflicted = "<<<<<<< " in Path("pyproject.toml").read_text()
+    if is_package and not has_uv_source(path) and conflicted:
+        note(f"resolve pyproject.toml, then run: uv add --no-workspace --editable ./{path}")
+    elif is_package and not has_uv_source(path):
         # --no-workspace: a plain path source, not a uv workspace member
         add_source = ["uv", "add", "--quiet", "--frozen", "--no-workspace", "--editable", f"./{path}"]
         run(add_source, what=f"{which}: uv add")
@@ -87,9 +108,13 @@ parser.add_argument("--answers-file", default=".copier-answers.yml")
 args = parser.parse_args()
 entries = args.entries
 if args.update:
-    committed = subprocess.run(["git", "show", f"HEAD:{args.answers_file}"], capture_output=True, text=True)
+    committed = subprocess.run(["git", "show", f"HEAD:./{args.answers_file}"], capture_output=True, text=True)
     answers = yaml.safe_load(committed.stdout) if committed.returncode == 0 else None
     before = (answers or {}).get("external_deps") or []
+    listed = {f"external/{name_of(parse(entry)[0])}" for entry in entries}
+    for dropped in sorted({f"external/{name_of(parse(entry)[0])}" for entry in before} - listed):
+        if Path(dropped).exists():
+            note(f"external_deps no longer lists {dropped}, which stays: remove it with `git rm {dropped}`")
     entries = [entry for entry in entries if entry not in before]
 paths = [f"external/{name_of(parse(entry)[0])}" for entry in entries]
 if duplicates := sorted({path for path in paths if paths.count(path) > 1}):

@@ -57,11 +57,15 @@ def main() -> None:
         print(f"the template at {source} has no release tags (vX.Y.Z)")
         return
     newest, newest_tag = releases[-1]
-    here = release(current)  # None for a commit between releases, e.g. v0.2.0-3-gabc1234
+    # `v0.2.0-3-gabc1234`: a commit 3 after the release v0.2.0 (Copier's form for a commit between releases)
+    tag, _, after = current.partition("-")
+    here = release(tag)
     if here is None:
-        print(f"this project is at template commit {current}, between releases; the newest is {newest_tag}")
+        print(f"this project is at template commit {current}; the newest release is {newest_tag}")
     elif newest > here:
         print(f"template {newest_tag} is out (this project is at {current}): {UPDATE}")
+    elif after:
+        print(f"up to date: template {current} is a commit after the newest release, {newest_tag}")
     else:
         print(f"up to date: template {current} is the newest release")
 
