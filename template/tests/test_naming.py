@@ -29,6 +29,14 @@ def test_name_reads_the_experiment_and_what_differs_from_it() -> None:
     assert re.fullmatch(r"base__optim-sgd_seed2__[0-9a-f]{8}", name("optim=sgd", "seed=2"))
 
 
+def test_a_setting_that_follows_another_is_named_once() -> None:
+    """sched.total_steps follows trainer.max_steps: the name lists max_steps, not both (the hash covers both)."""
+    assert re.fullmatch(r"base__max_steps100__[0-9a-f]{8}", name("trainer.max_steps=100"))
+    assert re.fullmatch(
+        r"base__total_steps50_max_steps100__[0-9a-f]{8}", name("trainer.max_steps=100", "sched.total_steps=50")
+    )
+
+
 def test_infrastructure_does_not_rename_a_run() -> None:
     assert name("trainer.num_workers=2", "trainer.progress_bar=false") == name()
 

@@ -5,7 +5,8 @@ A name is `<experiment>__<what differs>__<hash>`, e.g. `wide_mlp__lr0.0003_seed1
 - `<what differs>` lists the settings whose resolved values differ from that experiment's own config: a
   changed group reads `optim-sgd`, a changed value `lr0.0003`. It depends on values, not on how overrides were
   spelled, so `optim.lr=1e-3`, `optim.lr=0.001` and `+optim.lr=0.001` give one name, and an override to the
-  default value changes nothing;
+  default value changes nothing. A setting that only follows another (`sched.total_steps: ${trainer.max_steps}`)
+  is named by the one it follows, once;
 - `<hash>` is the start of the config hash over the run's identity (see `config.identity`), so two different
   configs never share a name, even when their readable parts are cut short.
 """
@@ -28,6 +29,7 @@ from .hashing import config_sha256
 MAX_SUMMARY_CHARS = 80
 HASH_CHARS = 8
 GROUPS = ("model", "data", "optim", "sched", "trainer")
+_PLAIN = re.compile(r"\$\{([\w.]+)\}")  # ${trainer.max_steps}, not a resolver call
 _COMPOSING_EXPERIMENT: ContextVar[bool] = ContextVar("composing_experiment", default=False)
 
 
@@ -37,12 +39,19 @@ def run_name(
     choices: Mapping[str, Any],
     base_settings: dict[str, Any],
     base_choices: Mapping[str, Any],
+    follows: Mapping[str, str] | None = None,
 ) -> str:
-    """The name of a run with identity `settings`, against the identity of its experiment's own config."""
+    """The name of a run with identity `settings`, against the identity of its experiment's own config.
+
+    `follows` maps a setting that is a plain interpolation of another (`sched.total_steps` -> `trainer.max_steps`)
+    to its source: while it still has its source's value, only the source is listed."""
     changed_groups = [g for g in GROUPS if choices.get(g) != base_choices.get(g)]
     tokens = [f"{group}-{_slug(str(choices.get(group)))}" for group in changed_groups]
     ours, base = flatten(settings), flatten(base_settings)
+    follows = follows or {}
     for key in sorted(ours.keys() | base.keys()):
+        if key in follows and ours.get(key) == ours.get(follows[key]):
+            continue
         if ours.get(key) != base.get(key) and key.split(".")[0] not in changed_groups:
             tokens.append(f"{_slug(key.rpartition('.')[2])}{_format(ours.get(key))}")
     summary = "_".join(tokens)[:MAX_SUMMARY_CHARS].rstrip("_-.")
@@ -61,6 +70,14 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def followed(cfg: DictConfig) -> dict[str, str]:
+    """The settings of an unresolved `cfg` that are plain interpolations: {"sched.total_steps": "trainer.max_steps"}."""
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(raw, dict)
+    flat = flatten(raw).items()
+    return {key: found.group(1) for key, value in flat if isinstance(value, str) and (found := _PLAIN.fullmatch(value))}
+
+
 def _format(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
@@ -77,15 +94,17 @@ def _slug(text: str) -> str:
 
 
 @lru_cache(maxsize=16)
-def _experiment_config(experiment: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The identity and group choices of an experiment with no overrides: what a run's name is compared with."""
+def _experiment_config(experiment: str | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """The identity, group choices and followed settings of an experiment with no overrides: what a run's name is
+    compared with. (Followed settings come from here: by the time a name resolves, its own config may be half
+    resolved.)"""
     overrides = [f"experiment={experiment}"] if experiment else []
     composing = _COMPOSING_EXPERIMENT.set(True)
     try:
         cfg = compose(config_name="train", overrides=overrides, return_hydra_config=True)
     finally:
         _COMPOSING_EXPERIMENT.reset(composing)
-    return identity(cfg), dict(cfg.hydra.runtime.choices)
+    return identity(cfg), dict(cfg.hydra.runtime.choices), followed(cfg)
 
 
 def _auto_run_name(*, _root_: DictConfig) -> str:
@@ -97,8 +116,8 @@ def _auto_run_name(*, _root_: DictConfig) -> str:
     hydra = HydraConfig.get()
     choices = dict(hydra.runtime.choices)
     experiment = choices.get("experiment")
-    base_settings, base_choices = _experiment_config(experiment)
-    return run_name(experiment, identity(_root_), choices, base_settings, base_choices)
+    base_settings, base_choices, follows = _experiment_config(experiment)
+    return run_name(experiment, identity(_root_), choices, base_settings, base_choices, follows)
 
 
 OmegaConf.register_new_resolver("auto_run_name", _auto_run_name, replace=True)
