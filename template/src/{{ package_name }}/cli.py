@@ -17,6 +17,7 @@ train:            python -m {PACKAGE}.train [overrides]   e.g. optim.lr=1e-3 exp
 another task:     python -m {PACKAGE}.train experiment=char_transformer
 see the config:   python -m {PACKAGE}.train --cfg job
 prove the bits:   nox -s reproducibility   (or: python -m {PACKAGE}.proof)
+see the runs:     {PACKAGE} status [--tag MAIN_TAG]
 free disk space:  {PACKAGE} jobs-cache prune --keep 5   (job.sh's checkouts, each with a .venv)
 """
 
@@ -46,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
     text.add_argument("--seed", type=int, default=0, help="seed of the draws (default: 0)")
     text.add_argument("--temperature", type=float, default=1.0, help="below 1: safer text; above 1: wilder")
+    status = commands.add_parser(
+        "status",
+        help="one row per run: state, step, last evaluation, last update; then counts per state",
+        description="One row per run folder under RUNS_DIR (default: runs/): its state, step of max_steps, last "
+        "validation metrics and when its status was last written, then the count of runs per state. A run "
+        "that says running but whose process on this machine is gone is shown as lost.",
+    )
+    status.add_argument("--tag", help="only the runs of this main_tag (a folder under the runs folder)")
     cache = commands.add_parser(
         "jobs-cache",
         help="list job.sh's checkouts, or prune the least recently used",
@@ -81,6 +90,10 @@ def main(argv: list[str] | None = None) -> None:
         from .research.sampling import sample  # loads torch only for this command
 
         print(sample(args.run_dir, args.chars, args.prompt, args.seed, args.temperature))
+    elif args.command == "status":
+        from .launch import status
+
+        print("\n".join(status.report(status.runs_dir(Path(__file__).resolve().parents[2]), args.tag)))
     elif args.command == "jobs-cache":
         if args.action == "prune" and args.keep < 0:
             fail([f"--keep must be 0 or more, not {args.keep}"])

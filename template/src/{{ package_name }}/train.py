@@ -125,7 +125,7 @@ def train(
         if context.is_main:
             checkpoints.save(snapshot(model, optimizer, scheduler, stream, rng, origin), step)
         distributed.barrier(context)
-        run.step = step
+        run.record("running", step)  # the step a new attempt would resume from, and a sign of life
 
     # Settings read once: the step below does no config lookups.
     max_steps, log_every, eval_every = trainer.max_steps, trainer.log_every, trainer.eval_every
