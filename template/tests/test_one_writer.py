@@ -108,6 +108,7 @@ def test_under_torchrun_rank_0_holds_the_lock_and_every_rank_gives_up(
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert done.stderr.count(f"error: {run_dir} is in use by ") == 1, done.stderr  # said once, by rank 0
-    # torchrun reports (with its own traceback) the first rank to exit, and may stop the other before it exits
-    assert "exitcode  : 73 " in done.stderr
+    # torchrun reports (with its own traceback) the first rank it sees fail: rank 0 with 73, or
+    # the other rank, aborted (SIGABRT, seen once) by its process group while exiting after rank 0 had gone
+    assert "exitcode  : 73 " in done.stderr or "(SIGABRT) received by PID" in done.stderr, done.stderr
     assert sorted(path.name for path in run_dir.iterdir()) == ["run.lock"]  # no rank wrote anything
