@@ -6,7 +6,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
+
+CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")  # the lines Copier's inline conflicts (and git's) begin with
 
 
 def fail(message: str) -> NoReturn:
@@ -31,3 +34,8 @@ def run(cmd: Sequence[str], *, what: str, attempts: int = 1) -> str:
             print(f"{what} failed (attempt {attempt} of {attempts}), retrying: {reason}", file=sys.stderr)
             time.sleep(2 * attempt)
     fail(f"{what} failed: {reason or f'exit code {done.returncode}'}")
+
+
+def has_conflict_markers(path: Path) -> bool:
+    """Whether an update left inline conflict markers in `path` (the file is not valid until they are resolved)."""
+    return any(line.startswith(CONFLICT_MARKERS) for line in path.read_text().splitlines())

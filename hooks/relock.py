@@ -11,11 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _common import run
+from _common import has_conflict_markers, run
 
-MARKERS = ("<<<<<<< ", ">>>>>>> ")
-
-if any(line.startswith(MARKERS) for line in Path("pyproject.toml").read_text().splitlines()):
+if has_conflict_markers(Path("pyproject.toml")):
     print("note: pyproject.toml has conflict markers: resolve them, then run `uv lock`", file=sys.stderr)
     raise SystemExit(0)
 if shutil.which("uv") is None:

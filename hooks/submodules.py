@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from _common import fail, run
+from _common import fail, has_conflict_markers, run
 
 # Local repositories are allowed as submodule sources (git >= 2.38 refuses `file` URLs by default).
 GIT = ["git", "-c", "protocol.file.allow=always"]
@@ -59,6 +59,7 @@ def has_uv_source(path: str) -> bool:
 
 
 def commit_of(path: str, ref: str) -> str:
+    """The commit `ref` names in the checkout at `path`, or "" if it has no such ref (yet)."""
     query = ["git", "-C", path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"]
     return subprocess.run(query, capture_output=True, text=True, check=False).stdout.strip()
 
@@ -86,14 +87,12 @@ def add(entry: str, known: dict[str, str], keep_pins: bool) -> None:
             fail(f"{which}: {path} is already a submodule from {known[path]}: answer that URL, or `git rm -f {path}`")
         fail(f"{which}: {path} already exists and is not a submodule: move it out of the way")
     if ref:
-        has_ref = ["git", "-C", path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"]
-        if subprocess.run(has_ref, capture_output=True, check=False).returncode != 0:
+        if not commit_of(path, ref):
             run([*GIT, "-C", path, "fetch", "--quiet", "--tags", "origin"], what=f"{which}: git fetch")
         run(["git", "-C", path, "checkout", "--quiet", ref], what=f"{which}: checking out {ref!r}")
         run(["git", "add", path], what=f"{which}: git add")
     is_package = (Path(path) / "pyproject.toml").exists() or (Path(path) / "setup.py").exists()
-    conflicted = "<<<<<<< " in Path("pyproject.toml").read_text()
-    if is_package and not has_uv_source(path) and conflicted:
+    if is_package and not has_uv_source(path) and has_conflict_markers(Path("pyproject.toml")):
         note(f"resolve pyproject.toml, then run: uv add --no-workspace --editable ./{path}")
     elif is_package and not has_uv_source(path):
         # --no-workspace: a plain path source, not a uv workspace member

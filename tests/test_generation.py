@@ -90,6 +90,7 @@ PACKAGE_MODULES = {
     "core/errors.py",
     "core/files.py",
     "core/hashing.py",
+    "core/lock_holder.py",
     "core/naming.py",
     "core/preemption.py",
     "core/provenance.py",

@@ -22,7 +22,6 @@ import fcntl
 import json
 import logging
 import os
-import socket
 import sys
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
@@ -31,7 +30,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from . import distributed
+from . import distributed, lock_holder
 from .config import identity
 from .divergence import Diverged
 from .errors import FAILED, INTERRUPTED, RUN_LOCKED, STORAGE_ERROR, USAGE_ERROR, fail
@@ -40,7 +39,6 @@ from .naming import flatten
 
 log = logging.getLogger(__name__)
 
-LOCK_NAME = "run.lock"
 LOG_FORMAT = "[%(asctime)s][%(levelname)s] %(message)s"
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -102,7 +100,7 @@ class RunFolder:
     def _claim(self, settings: Mapping[str, Any], run_name: str, allow_code_change: bool) -> tuple[int, str] | None:
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(self.run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+            descriptor = os.open(self.run_dir / lock_holder.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as error:
             return STORAGE_ERROR, _storage_problem(error, self.run_dir)
         try:
@@ -126,7 +124,7 @@ class RunFolder:
         identity = os.fstat(descriptor)
         os.register_at_fork(after_in_child=lambda: _close_if_same(descriptor, identity))
         os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"pid {os.getpid()} on {socket.gethostname()} since {_now()}\n".encode(), 0)
+        os.pwrite(descriptor, lock_holder.line().encode(), 0)
         return None
 
     def _end(self, state: str, reason: str, code: int) -> None:

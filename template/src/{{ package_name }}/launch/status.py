@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import socket
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,9 +19,9 @@ from pathlib import Path
 
 import yaml
 
+from ..core import lock_holder
 from ..core.errors import fail
 
-LOCK_HOLDER = re.compile(r"^pid (\d+) on (\S+) since")
 TAIL_BYTES = 64 * 1024  # enough for the last evaluation line of metrics.jsonl
 ORDER = ("running", "lost", "preempted", "paused", "interrupted", "failed", "finished", "new")
 
@@ -48,7 +46,7 @@ def runs_dir(project_root: Path) -> Path:
 def read(run_dir: Path) -> Run:
     status = _json(run_dir / "status.json") or {}
     state = status.get("state", "new")  # a folder made, but no attempt recorded yet
-    if state == "running" and _holder_is_gone(run_dir / "run.lock"):
+    if state == "running" and lock_holder.is_gone(run_dir):
         state = "lost"
     updated = status.get("updated_at")
     return Run(
@@ -116,27 +114,6 @@ def _json(path: Path) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None  # missing, or cut short by a crash mid-write (writes are atomic, but not on every filesystem)
-
-
-def _holder_is_gone(lock: Path) -> bool:
-    """Whether the process named in the lock file was on this machine and has ended."""
-    try:
-        found = LOCK_HOLDER.match(lock.read_text())
-    except OSError:
-        return False
-    if not found or found.group(2) != socket.gethostname():
-        return False
-    pid = int(found.group(1))
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # alive, under another user
-    try:  # killed but not yet reaped by its parent: a zombie holds no lock and trains nothing
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _max_steps(config: Path) -> int | None:
