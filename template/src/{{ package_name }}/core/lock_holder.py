@@ -2,7 +2,7 @@
 
 The training process writes it when it takes the lock (core/run_folder.py); a second process names the holder
 from it when it is refused, and `<package> status` reads it to tell a live run from a killed one
-(launch/status.py). Standard library only, so that reading it does not load torch.
+(launch/observe.py). Standard library only, so that reading it does not load torch.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 LOCK_NAME = "run.lock"
+# A running attempt rewrites status.json at least this often (its heartbeat), so that a run whose holder is on
+# another machine, and gone, can be told from a live one by the age of that file.
+HEARTBEAT_S = 60
 _LINE = re.compile(r"^pid (\d+) on (\S+) since")
 
 

@@ -11,7 +11,9 @@ settings that differ. Settings that cannot change what is learned (paths, loggin
 NON_IDENTITY_KEYS in core/config.py) may differ between attempts.
 
 `status.json` says how the latest attempt ended: running, finished, paused, preempted, interrupted or failed
-(with a one-line reason). Its `step` is the step of the latest checkpoint, where a new attempt resumes.
+(with a one-line reason). Its `step` is the step of the latest checkpoint, where a new attempt resumes. While an
+attempt runs, a heartbeat thread rewrites it every HEARTBEAT_S seconds, so that its age tells a live run on
+another machine from a dead one (launch/observe.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import json
 import logging
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +53,9 @@ class RunFolder:
         self.run_dir, self.context = run_dir, context
         self.step = 0  # the step of the latest checkpoint: where the next attempt resumes
         self._lock: int | None = None
+        self._status: dict[str, Any] = {}
+        self._writing = threading.Lock()  # the heartbeat thread and the loop both write status.json
+        self._heartbeat: threading.Thread | None = None
 
     def claim(self, settings: Mapping[str, Any], run_name: str, allow_code_change: bool = False) -> None:
         """Lock the folder (rank 0) and refuse a config other than the one it was started with, on every rank.
@@ -75,8 +82,21 @@ class RunFolder:
         if step is not None:
             self.step = step
         if self.context.is_main:
-            status = {"state": state, "step": self.step} | ({"reason": reason} if reason else {})
-            write_json(self.run_dir / "status.json", status | {"updated_at": _now()})
+            with self._writing:
+                self._status = {"state": state, "step": self.step} | ({"reason": reason} if reason else {})
+                write_json(self.run_dir / "status.json", self._status | {"updated_at": _now()})
+            if state == "running" and self._heartbeat is None:
+                self._heartbeat = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
+                self._heartbeat.start()
+
+    def _beat(self) -> None:
+        """Rewrite status.json every HEARTBEAT_S while the attempt is running, between checkpoints too."""
+        while True:
+            time.sleep(lock_holder.HEARTBEAT_S)
+            with self._writing, contextlib.suppress(OSError):  # a full disk is the loop's to report
+                if self._status.get("state") != "running":
+                    return
+                write_json(self.run_dir / "status.json", self._status | {"updated_at": _now()})
 
     @contextlib.contextmanager
     def attempt(self) -> Iterator[None]:
