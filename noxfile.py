@@ -4,12 +4,15 @@ nox -s reproducibility   generate a default project into a temporary folder and 
 nox -s tests             the template's test suite (generation matrix, hooks, validators, generated sessions)
 nox -s lint              ruff on the template repository, including the plain .py files in template/
 nox -s examples          generate each example project (examples/), train it briefly and run its proof
+nox -s bench             generate a default project and run the benchmarks (benchmarks/) in it; they print figures
 """
 
 from __future__ import annotations
 
 import tempfile
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nox
@@ -37,25 +40,34 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
-@nox.session
-def reproducibility(session: nox.Session) -> None:
-    """The main job: a project generated with default answers proves that it trains bit for bit repeatably."""
+@contextmanager
+def default_project(session: nox.Session, purpose: str) -> Iterator[Path]:
+    """A project generated with default answers from this checkout (uncommitted changes included), in a temporary
+    folder that is the session's working folder while it is used."""
     session.install(*DEV)
-    with tempfile.TemporaryDirectory(prefix="template-reproducibility-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=f"template-{purpose}-") as scratch:
         project = Path(scratch) / "my-exp"
         session.log(f"generating a default project from {ROOT} into {project}")
         session.run("copier", "copy", "--trust", "--defaults", "--quiet", "--vcs-ref", "HEAD", str(ROOT), str(project))
         session.chdir(project)
-        session.run(
-            *OUTSIDE_THIS_VENV,
-            "nox",
-            "--non-interactive",
-            "-s",
-            "reproducibility",
-            "--",
-            *session.posargs,
-            external=True,
-        )
+        yield project
+
+
+@nox.session
+def reproducibility(session: nox.Session) -> None:
+    """The main job: a project generated with default answers proves that it trains bit for bit repeatably."""
+    with default_project(session, "reproducibility"):
+        proof = ["nox", "--non-interactive", "-s", "reproducibility", "--", *session.posargs]
+        session.run(*OUTSIDE_THIS_VENV, *proof, external=True)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks print their figures and ratios; none of them is a test. For now: the launcher's scale."""
+    with default_project(session, "bench"):
+        script = str(ROOT / "benchmarks" / "launcher.py")
+        python = ["uv", "run", "--frozen", "python", script, "--package", "my_experiments", *session.posargs]
+        session.run(*OUTSIDE_THIS_VENV, *python, external=True)
 
 
 # What `nox -s examples` runs in each example project (examples/<name>.yml): the overrides of a short training

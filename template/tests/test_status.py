@@ -44,7 +44,7 @@ def test_status_shows_finished_running_and_lost_runs(run_training: RunTraining, 
     assert done.returncode == 0, done.stderr
     table = rows(done.stdout)
     assert table["dev/done"][1:3] == ["finished", "40/40"]
-    assert re.search(r"^dev/done .* val/loss \d\.\d+ +val/acc 0\.\d+ +\d+s ago$", done.stdout, flags=re.MULTILINE)
+    assert re.search(r"^dev/done .* val/loss \d\.\d+ +val/acc 0\.\d+ +- +0 +\d+s ago$", done.stdout, flags=re.MULTILINE)
     assert table["dev/alive"][1:3] == ["running", "10/40"]  # status.json is rewritten at each checkpoint
     assert table["dev/killed"][1] == "lost"
     assert done.stdout.splitlines()[-1] == "3 runs: 1 running, 1 lost, 1 finished"
@@ -60,7 +60,7 @@ def test_a_failed_run_shows_its_reason_and_states_are_counted(tmp_path: Path) ->
         (run_dir / "config.yaml").write_text("trainer:\n  max_steps: 50\n")
     (tmp_path / "sweep" / "not-a-run").mkdir()  # no status.json, no config.yaml: not listed
     lines = status.table(status.collect(tmp_path), now=now)
-    assert lines[1].split() == ["sweep/a", "failed", "5/50", "-", "3h", "ago"]
+    assert lines[1].split() == ["sweep/a", "failed", "5/50", "-", "-", "0", "3h", "ago"]
     assert lines[-2:] == ["  sweep/a: Diverged: loss is nan at step 7", "2 runs: 1 paused, 1 failed"]
 
 

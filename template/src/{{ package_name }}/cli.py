@@ -17,6 +17,7 @@ train:            python -m {PACKAGE}.train [overrides]   e.g. optim.lr=1e-3 exp
 another task:     python -m {PACKAGE}.train experiment=char_transformer
 see the config:   python -m {PACKAGE}.train --cfg job
 prove the bits:   nox -s reproducibility   (or: python -m {PACKAGE}.proof)
+launch a sweep:   {PACKAGE} launch [--backend local|slurm] [--dry-run] -- optim.lr=1e-3,3e-3 seed=0,1
 see the runs:     {PACKAGE} status [--tag MAIN_TAG]
 free disk space:  {PACKAGE} jobs-cache prune --keep 5   (job.sh's checkouts, each with a .venv)
 """
@@ -47,6 +48,31 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
     text.add_argument("--seed", type=int, default=0, help="seed of the draws (default: 0)")
     text.add_argument("--temperature", type=float, default=1.0, help="below 1: safer text; above 1: wilder")
+    launch = commands.add_parser(
+        "launch",
+        help="submit every run of a sweep that is not running, pending or finished; never one run twice",
+        description="Expand the overrides (Hydra's sweep syntax) into runs named as training names them, check "
+        "each, and plan each: SKIP (queued, pending, running, finished), RELAUNCH (failed, preempted, lost: it "
+        "resumes from its latest checkpoint) or NEW. Print the plan, then submit the runs to do, each running "
+        "jobs/job.sh at this commit, which must be committed and pushed. Safe to run again and again, and from "
+        "several shells at once.",
+    )
+    launch.add_argument("--backend", choices=("local", "slurm"), default="local", help="where runs go (default: local)")
+    launch.add_argument("--dry-run", action="store_true", help="print the plan, submit nothing")
+    launch.add_argument(
+        "--max-concurrent",
+        type=int,
+        metavar="N",
+        help="at most N runs at once (local default: 1; slurm: the array's %%N, default: no cap)",
+    )
+    modes = launch.add_mutually_exclusive_group()
+    modes.add_argument(
+        "--retry-failed", action="store_true", help="relaunch runs that did not finish; submit no new run"
+    )
+    modes.add_argument(
+        "--force", action="store_true", help="start failed and finished runs over (old folders kept, renamed)"
+    )
+    launch.add_argument("overrides", nargs="*", help="overrides and sweeps, e.g. experiment=wide_mlp seed=0,1,2")
     status = commands.add_parser(
         "status",
         help="one row per run: state, step, last evaluation, last update; then counts per state",
@@ -90,6 +116,12 @@ def main(argv: list[str] | None = None) -> None:
         from .research.sampling import sample  # loads torch only for this command
 
         print(sample(args.run_dir, args.chars, args.prompt, args.seed, args.temperature))
+    elif args.command == "launch":
+        if args.max_concurrent is not None and args.max_concurrent < 1:
+            fail([f"--max-concurrent must be at least 1, not {args.max_concurrent}"])
+        from .launch.command import launch  # loads Hydra only for this command
+
+        launch(args.overrides, args.backend, args.dry_run, args.max_concurrent, args.retry_failed, args.force)
     elif args.command == "status":
         from .launch import status
 

@@ -21,8 +21,10 @@ from .config import COMPONENT_GROUPS
 from .errors import fail
 
 
-def problems(cfg: DictConfig) -> list[str]:
-    """Every mistake in a composed config, one line each, saying what to pass instead."""
+def problems(cfg: DictConfig, on_this_machine: bool = True) -> list[str]:
+    """Every mistake in a composed config, one line each, saying what to pass instead. Without `on_this_machine`
+    (a launcher planning runs for other machines), what only the machine that trains can tell is not checked:
+    whether its CUDA device is visible."""
     found: list[str] = []
     settings: dict[str, Any] = {}
     own: dict[str, list[str]] = {}
@@ -52,7 +54,7 @@ def problems(cfg: DictConfig) -> list[str]:
     found += _batch_problems(cfg.data.batch_size, train_samples() if sized else None)
     found += _tag_problems(cfg.main_tag, list(cfg.tags))
     found += _path_problems(cfg)
-    found += _device_problems(trainer.device)
+    found += _device_problems(trainer.device, on_this_machine)
     return _unknown_keys(cfg) + found
 
 
@@ -135,10 +137,10 @@ def _tag_problems(main_tag: str, tags: list[str]) -> list[str]:
     return found
 
 
-def _device_problems(device: str) -> list[str]:
+def _device_problems(device: str, on_this_machine: bool) -> list[str]:
     if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", device):
         return [f"trainer.device={device} is not a device: pass cpu, cuda, cuda:N or mps"]
-    if device.startswith("cuda"):
+    if device.startswith("cuda") and on_this_machine:
         import torch  # only here: a CPU run should not pay for probing CUDA
 
         if not torch.cuda.is_available():
