@@ -32,9 +32,6 @@ SWEEP = [
     "optim.lr=1e-3,0.001,3e-3",  # 1e-3 and 0.001 are one run; 3e-3 is the default
     "optim=adamw,sgd",
     "model.hidden_sizes=[32],[64,64]",
-    "trainer.max_steps=100,600",  # sched.total_steps follows it
-    "main_tag=dev,ablation",  # another folder, the same name
-    "+trainer.stop_at_step=null,5",  # not part of a run's identity: no new runs
 ]
 
 
@@ -51,15 +48,18 @@ def test_each_run_is_named_exactly_as_a_full_composition_names_it() -> None:
         cfg = sweep.compose_point(point)
         expected.add((cfg.run_name, Path(cfg.paths.run_dir)))
     assert {(spec.name, spec.run_dir) for spec in found} == expected
-    assert len(found) == 32  # 2 learning rates x 2 optimizers x 2 widths x 2 budgets x 2 tags
+    assert len(found) == 8  # 2 learning rates x 2 optimizers x 2 widths
     for other in (
         ["experiment=wide_mlp", "seed=0,1"],
+        # sched.total_steps follows max_steps; main_tag moves the folder only; stop_at_step names nothing
+        ["trainer.max_steps=100,600", "main_tag=dev,ablation", "+trainer.stop_at_step=null,5"],
         ["sched.total_steps=100", "trainer.max_steps=200,600"],  # a given value replaces the interpolation
         ["trainer.max_steps=200,600", "sched.total_steps=100"],
         ["optim.lr=1,2", "trainer.log_every=5"],  # ints into a float setting; a setting outside the identity
     ):
-        names = [spec.name for spec in specs.expand(other)]
-        assert names == list(dict.fromkeys(sweep.compose_point(point).run_name for point in sweep.points(other)))
+        composed = [sweep.compose_point(point) for point in sweep.points(other)]
+        expected = dict.fromkeys((cfg.run_name, Path(cfg.paths.run_dir)) for cfg in composed)
+        assert [(spec.name, spec.run_dir) for spec in specs.expand(other)] == list(expected)
 
 
 def test_a_bad_point_stops_the_plan_before_anything_is_decided(tmp_path: Path) -> None:
@@ -176,3 +176,19 @@ def test_the_heartbeat_rewrites_status_while_running_and_stops_after(tmp_path: P
     time.sleep(1.0)
     final = json.loads((tmp_path / "status.json").read_text())
     assert (final["state"], final["step"]) == ("finished", 20)
+
+
+def test_force_sets_the_old_folder_aside_whole_and_leases_a_fresh_one(tmp_path: Path) -> None:
+    command = import_module(f"{PACKAGE}.launch.command")
+    records = import_module(f"{PACKAGE}.launch.records")
+    run_dir = tmp_path / "dev" / "done"
+    run_dir.mkdir(parents=True)
+    (run_dir / "summary.json").write_text('{"params_sha256": "abc"}')
+    fresh = command._start_over(records.Lease.take(run_dir))
+    try:
+        (aside,) = [path for path in (tmp_path / "dev").iterdir() if path.name.startswith("done.replaced-")]
+        assert (aside / "summary.json").read_text() == '{"params_sha256": "abc"}'  # nothing lost
+        assert fresh.run_dir == run_dir and run_dir.is_dir() and not (run_dir / "summary.json").exists()
+        assert records.Lease.take(run_dir) is None  # this launcher holds the fresh folder
+    finally:
+        fresh.release()
