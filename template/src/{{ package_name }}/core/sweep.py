@@ -49,8 +49,13 @@ def check_sweep(argv: list[str]) -> None:
     for number, point in enumerate(every, start=1):
         for line in problems(compose_point(point)):
             found.setdefault(line, []).append(number)
+    fail_points(found, len(every))
+
+
+def fail_points(found: dict[str, list[int]], total: int) -> None:
+    """Stop with one line per mistake, naming the sweep points (numbered from 1) that have it."""
     if found:
-        fail(f"sweep point{'s' * (len(at) > 1)} {_numbers(at)} of {len(every)}: {line}" for line, at in found.items())
+        fail(f"sweep point{'s' * (len(at) > 1)} {_numbers(at)} of {total}: {line}" for line, at in found.items())
 
 
 def _numbers(numbers: list[int]) -> str:

@@ -18,14 +18,12 @@ from typing import Any
 
 from ..core.errors import fail
 from ..core.provenance import git_state
-from . import local, records, slurm
+from . import PROJECT_ROOT, local, records, slurm
 from .observe import Backends, observe
 from .plan import RELAUNCH, SKIP, Step, decide, table
 from .preflight import launch_problems
 from .specs import RunSpec, expand
 from .status import runs_dir
-
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 def launch(
@@ -39,11 +37,11 @@ def launch(
     if backend == "slurm":
         slurm.check_available()
         slurm.settings()  # a mistake in configs/launcher/slurm.yaml stops the launch before any planning
-    refusals = launch_problems(PROJECT_ROOT)
+    state = git_state(PROJECT_ROOT)
+    refusals = launch_problems(PROJECT_ROOT, state)
     if refusals and not dry_run:
         fail(refusals)
     runs = runs_dir(PROJECT_ROOT)
-    state = git_state(PROJECT_ROOT)
     specs = expand(overrides)
     local.advance(runs)
     backends = Backends()

@@ -17,10 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import records
+from . import PROJECT_ROOT, records
 
 PACKAGE = (__package__ or __name__).partition(".")[0]
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 def queue(lease: records.Lease, record: dict[str, Any], max_concurrent: int) -> None:

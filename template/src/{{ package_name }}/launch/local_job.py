@@ -13,13 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import local, records
+from . import PROJECT_ROOT, local, records
 
 
 def main(run_dir: Path, lease_descriptor: int) -> int:
     record = records.read(run_dir) or {}
     environment = os.environ | {key: str(value) for key, value in record.get("environment", {}).items()}
-    command = [str(local.PROJECT_ROOT / "jobs" / "job.sh"), record["repo"], record["commit"], run_dir.name]
+    command = [str(PROJECT_ROOT / "jobs" / "job.sh"), record["repo"], record["commit"], run_dir.name]
     job = subprocess.Popen([*command, *record.get("overrides", [])], env=environment, stdin=subprocess.DEVNULL)
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(number, lambda received, _frame: job.send_signal(received))

@@ -7,14 +7,15 @@ run name and overrides, and never import the training loop.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..core.provenance import git_output, git_state
 
 
-def launch_problems(root: Path) -> list[str]:
+def launch_problems(root: Path, state: dict[str, Any] | None = None) -> list[str]:
     """Why the commit at `root` cannot be launched as a job yet, one line each: a job checks out a commit from
-    the remote, so it must be committed (a clean tree) and pushed."""
-    state = git_state(root)
+    the remote, so it must be committed (a clean tree) and pushed. `state`: `git_state(root)`, if known."""
+    state = state or git_state(root)
     if state["commit"] is None:
         return [f"{root} is not a git checkout: jobs run commits, so commit your project first"]
     found = []

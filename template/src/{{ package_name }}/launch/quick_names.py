@@ -58,9 +58,9 @@ class QuickNames:
         given = {override.key_or_group for override in overrides}  # a given value replaces an interpolation
         for override in overrides:
             key = override.key_or_group
-            if override.type is not OverrideType.CHANGE or override.is_delete() or override.is_add():
+            if override.type is not OverrideType.CHANGE:  # +, ++ and ~: compose in full
                 return None
-            if override.is_force_add() or key in self.entangled or key.split(".")[0] in ("paths", "run_name"):
+            if key in self.entangled or key.split(".")[0] in ("paths", "run_name"):
                 return None
             value = self._converted(key, override.value())
             if value is _UNSURE:

@@ -68,8 +68,10 @@ class Lease:
 
 def is_held(run_dir: Path) -> bool:
     """Whether a launcher or a local job holds the run's lease right now."""
-    lease = Lease.take(run_dir) if (run_dir / LEASE_NAME).exists() else None
+    if not (run_dir / LEASE_NAME).exists():
+        return False
+    lease = Lease.take(run_dir)
     if lease is None:
-        return (run_dir / LEASE_NAME).exists()
+        return True
     lease.release()
     return False

@@ -20,10 +20,9 @@ from typing import Any
 import yaml
 
 from ..core.errors import fail
-from . import records
+from . import PROJECT_ROOT, records
 from .specs import RunSpec
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SETTINGS = PROJECT_ROOT / "configs" / "launcher" / "slurm.yaml"
 FLAGS = {"partition": "partition", "time": "time", "nodes": "nodes", "ntasks_per_node": "ntasks-per-node",
          "cpus_per_task": "cpus-per-task", "gpus_per_node": "gpus-per-node", "mem": "mem"}  # fmt: skip

@@ -26,8 +26,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ..core import naming  # noqa: F401 (registers the run-name resolver)
 from ..core.checks import problems
 from ..core.config import CONFIG_DIR
-from ..core.errors import fail, one_line_config_errors
-from ..core.sweep import points
+from ..core.errors import one_line_config_errors
+from ..core.sweep import fail_points, points
 from .quick_names import QuickNames
 
 
@@ -78,10 +78,7 @@ def expand(overrides: list[str]) -> list[RunSpec]:
                     mistakes.setdefault(line, []).append(number)
                 found[number] = RunSpec(*named, overrides=tuple(point))
         GlobalHydra.instance().clear()
-    if mistakes:
-        fail(
-            f"sweep point{'s' * (len(at) > 1)} {_numbers(at)} of {len(every)}: {line}" for line, at in mistakes.items()
-        )
+    fail_points(mistakes, len(every))
     unique: dict[Path, RunSpec] = {}
     for number in sorted(found):
         unique.setdefault(found[number].run_dir, found[number])
@@ -116,8 +113,3 @@ def _shapes_defaults(override: Override) -> bool:
         or (CONFIG_DIR / key).is_dir()
         or isinstance(node, dict)  # a group of structured configs
     )
-
-
-def _numbers(numbers: list[int]) -> str:
-    shown = ", ".join(map(str, numbers[:5]))
-    return f"{shown}, ... ({len(numbers)} points)" if len(numbers) > 5 else shown
