@@ -41,7 +41,7 @@ def install_locked(session: nox.Session) -> None:
     PYTHONDONTWRITEBYTECODE is set, every process would otherwise recompile torch as it imports it, about 8 s.
     """
     env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
-    session.run_install("uv", "sync", "--frozen", "--all-groups", "--compile-bytecode", env=env)
+    session.run_install("uv", "sync", "--frozen", "--all-groups", "--all-extras", "--compile-bytecode", env=env)
 
 
 @nox.session(python=PYTHON)

@@ -112,7 +112,7 @@ def train(
         provenance.write(run_dir, PROJECT_ROOT, found)
         if found["git"]["dirty"]:
             log.warning("the working tree is dirty: this run is marked dirty (see provenance.json, dirty.patch)")
-    tracking = Tracking.from_config(cfg.logger, run_dir, start_step=step) if context.is_main else Tracking({})
+    tracking = Tracking.from_config(cfg, run_dir, step, run.note_tracker_off) if context.is_main else Tracking({})
     tracking.record(found)
     run.record("running", step)
     ddp_model = DistributedDataParallel(model) if context.enabled else model
@@ -124,6 +124,7 @@ def train(
         rng = distributed.gather(context, capture_rng_state(device))
         if context.is_main:
             checkpoints.save(snapshot(model, optimizer, scheduler, stream, rng, origin), step)
+        tracking.publish(step)  # only now may the steps up to it leave the process (wandb, MLflow)
         distributed.barrier(context)
         run.record("running", step)  # the step a new attempt would resume from, and a sign of life
 
@@ -159,13 +160,13 @@ def train(
             log.info("stopped at step %d by %s: checkpoint saved, exiting with code %d (start again to resume)", step,
                      why, code)  # fmt: skip
             run.record(state, step)
-            tracking.close()
+            tracking.close(state)
             distributed.stop(context)
             raise SystemExit(code)
         if step % ckpt_every == 0 or step == max_steps:
             save()
     progress.close()
-    tracking.close()
+    tracking.close("finished")
 
     evaluation = evaluation or evaluate(model, objective, val_batches, device)  # when resumed at the very end
     rng = distributed.gather(context, capture_rng_state(device))  # what the run's next draws would give

@@ -8,6 +8,7 @@ per mistake, saying what to pass instead, and exits with code 2.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import inspect
 import os
 import re
@@ -55,6 +56,7 @@ def problems(cfg: DictConfig, on_this_machine: bool = True) -> list[str]:
     found += _tag_problems(cfg.main_tag, list(cfg.tags))
     found += _path_problems(cfg)
     found += _device_problems(trainer.device, on_this_machine)
+    found += _logger_problems(cfg.logger)
     return _unknown_keys(cfg) + found
 
 
@@ -134,6 +136,18 @@ def _tag_problems(main_tag: str, tags: list[str]) -> list[str]:
     ]
     if sum(tag in PURPOSES for tag in tags) != 1:
         found.append(f"tags={tags} must hold exactly one purpose, exploratory or candidate, e.g. tags=[candidate]")
+    return found
+
+
+def _logger_problems(logger: DictConfig) -> list[str]:
+    found = []
+    if logger.get("wandb") and logger.wandb.mode not in ("auto", "online", "offline"):
+        found.append(f"logger.wandb.mode={logger.wandb.mode} is not a mode: pass auto, online or offline")
+    for name in ("wandb", "mlflow"):
+        if logger.get(name) and logger[name].timeout_s <= 0:
+            found.append(f"logger.{name}.timeout_s={logger[name].timeout_s} must be > 0")
+    if logger.get("mlflow") and importlib.util.find_spec("mlflow") is None:  # installed? (not imported: slow)
+        found.append("logger.mlflow is set but MLflow is not installed: run `uv sync --extra mlflow`")
     return found
 
 

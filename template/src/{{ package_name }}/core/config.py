@@ -8,6 +8,7 @@ checked in core/checks.py before any data loads.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,29 @@ class JsonlConfig:
 
 
 @dataclass
+class WandbConfig:
+    _target_: str = f"{PACKAGE}.tracking.wandb_tracker.WandbTracker"
+    project: str | None = None  # None: the package name
+    entity: str | None = None
+    mode: str = "auto"  # auto: online when WANDB_API_KEY is set, else offline; or online, offline
+    init_timeout_s: float = 30.0
+    timeout_s: float = 120.0  # a call unanswered this long switches the tracker off for the attempt
+
+
+@dataclass
+class MlflowConfig:
+    _target_: str = f"{PACKAGE}.tracking.mlflow_tracker.MlflowTracker"
+    tracking_uri: str = "sqlite:///${paths.runs_dir}/mlflow.db"
+    artifact_location: str = "${paths.runs_dir}/mlflow-artifacts"
+    experiment: str = "${main_tag}"
+    timeout_s: float = 120.0
+
+
+@dataclass
 class LoggerConfig:
-    jsonl: JsonlConfig | None = field(default_factory=JsonlConfig)
+    jsonl: JsonlConfig = field(default_factory=JsonlConfig)  # always on: the run's own record, which proofs read
+    wandb: WandbConfig | None = None
+    mlflow: MlflowConfig | None = None
 
 
 @dataclass
@@ -124,3 +146,14 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
         parent, _, leaf = dotted.rpartition(".")
         settings.get(parent, {}).pop(leaf, None)
     return settings
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as one mapping of dotted keys: {"optim": {"lr": 1}} -> {"optim.lr": 1}."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

@@ -23,7 +23,7 @@ from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from .config import identity
+from .config import flatten, identity
 from .hashing import config_sha256
 
 MAX_SUMMARY_CHARS = 80
@@ -57,17 +57,6 @@ def run_name(
     summary = "_".join(tokens)[:MAX_SUMMARY_CHARS].rstrip("_-.")
     parts = [_slug(experiment or "base"), summary, config_sha256(settings)[:HASH_CHARS]]
     return "__".join(part for part in parts if part)
-
-
-def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested settings as one mapping of dotted keys: {"optim": {"lr": 1}} -> {"optim.lr": 1}."""
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def followed(cfg: DictConfig) -> dict[str, str]:

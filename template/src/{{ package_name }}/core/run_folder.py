@@ -35,11 +35,10 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from . import distributed, lock_holder
-from .config import identity
+from .config import flatten, identity
 from .divergence import Diverged
 from .errors import FAILED, INTERRUPTED, RUN_LOCKED, STORAGE_ERROR, USAGE_ERROR, fail
 from .files import write_json
-from .naming import flatten
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +53,7 @@ class RunFolder:
         self.step = 0  # the step of the latest checkpoint: where the next attempt resumes
         self._lock: int | None = None
         self._status: dict[str, Any] = {}
+        self._trackers_off: dict[str, str] = {}  # tracker -> why it was switched off during this attempt
         self._writing = threading.Lock()  # the heartbeat thread and the loop both write status.json
         self._heartbeat: threading.Thread | None = None
 
@@ -84,10 +84,16 @@ class RunFolder:
         if self.context.is_main:
             with self._writing:
                 self._status = {"state": state, "step": self.step} | ({"reason": reason} if reason else {})
+                self._status |= {"trackers_off": self._trackers_off} if self._trackers_off else {}
                 write_json(self.run_dir / "status.json", self._status | {"updated_at": _now()})
             if state == "running" and self._heartbeat is None:
                 self._heartbeat = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
                 self._heartbeat.start()
+
+    def note_tracker_off(self, tracker: str, reason: str) -> None:
+        """Say in status.json that a tracker was switched off, and why (until the attempt ends)."""
+        self._trackers_off[tracker] = reason
+        self.record(self._status.get("state", "running"), reason=self._status.get("reason"))
 
     def _beat(self) -> None:
         """Rewrite status.json every HEARTBEAT_S while the attempt is running, between checkpoints too."""

@@ -22,7 +22,7 @@ from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..core import naming
-from ..core.config import NON_IDENTITY_KEYS, identity
+from ..core.config import NON_IDENTITY_KEYS, flatten, identity
 
 DEFAULT_RUN_DIR = "${.runs_dir}/${main_tag}/${run_name}"
 _REFERENCE = re.compile(r"\$\{([\w.]+)\}")
@@ -34,7 +34,7 @@ class QuickNames:
         """`base`: a composed config (without its `hydra` node) while HydraConfig holds its runtime."""
         raw = OmegaConf.to_container(base, resolve=False)
         assert isinstance(raw, dict)
-        flat = naming.flatten(raw)
+        flat = flatten(raw)
         self.follows = naming.followed(base)  # key -> the key it copies
         self.usable = flat.get("paths.run_dir") == DEFAULT_RUN_DIR  # then the folder is computed here
         # Keys used inside a longer interpolation cannot be put in by hand: their users would need resolving.

@@ -23,9 +23,11 @@ class JsonlTracker:
     def __init__(self, run_dir: Path, filename: str, start_step: int = 0) -> None:
         self.path = Path(run_dir) / filename
         self._pending: list[str] = []
+        self.rows: list[dict[str, float]] = []  # what the file holds from earlier attempts, up to start_step
         if self.path.exists():
             kept = [line for line in _complete_lines(self.path) if json.loads(line)["step"] <= start_step]
             write_atomic(self.path, lambda out: out.write("".join(f"{line}\n" for line in kept).encode()))
+            self.rows = [json.loads(line) for line in kept]
 
     def record(self, provenance: Mapping[str, Any]) -> None:
         """Nothing to do: `provenance.json` beside `metrics.jsonl` is this tracker's copy."""
@@ -39,7 +41,10 @@ class JsonlTracker:
                 out.write("\n".join(self._pending) + "\n")
             self._pending.clear()
 
-    def close(self) -> None:
+    def publish(self, step: int) -> None:
+        """Nothing to do: `flush` wrote the lines before the checkpoint."""
+
+    def close(self, state: str) -> None:
         self.flush()
 
 

@@ -1,0 +1,158 @@
+"""wandb (offline) and MLflow (sqlite) receive each step exactly once, through kill -9 and requeue, and a tracker
+whose service fails stops nothing. Real services, real runs: what each tracker holds is read back from its own
+store (wandb's run files, MLflow's `search_runs` and metric history) and compared with `metrics.jsonl`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+
+from conftest import PACKAGE, ROOT, RunTraining
+from test_one_writer import wait_for
+
+wandb_files = import_module(f"{PACKAGE}.tracking.wandb_files")
+mlflow_store = import_module(f"{PACKAGE}.tracking.mlflow_store")
+
+ALL = "logger=[jsonl,wandb,mlflow]"
+SHORT = [
+    "trainer.max_steps=60",
+    "sched.warmup_steps=5",
+    "trainer.log_every=5",
+    "trainer.ckpt_every=10",
+    "trainer.eval_every=20",
+]
+CANARY = {"REPRODUCIBILITY_RNG_CANARY": "1"}  # summary.json's rng_sha256 then sees Python's and NumPy's RNGs
+
+
+def rows(run_dir: Path) -> list[dict[str, float]]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def series(table: list[dict[str, float]], key: str, step: str = "step") -> list[tuple[int, float]]:
+    return [(int(row[step]), row[key]) for row in table if key in row]
+
+
+def mlflow_runs(runs_dir: Path, main_tag: str) -> list[object]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{runs_dir}/mlflow.db")
+    return client.search_runs([e.experiment_id for e in client.search_experiments()], f"tags.main_tag = '{main_tag}'")
+
+
+def mlflow_series(runs_dir: Path, run_id: str, key: str) -> list[tuple[int, float]]:
+    from mlflow import MlflowClient
+
+    history = MlflowClient(f"sqlite:///{runs_dir}/mlflow.db").get_metric_history(run_id, key)
+    return sorted((metric.step, metric.value) for metric in history)
+
+
+def assert_each_step_once_everywhere(runs_dir: Path, run_dir: Path, main_tag: str) -> None:
+    logged = rows(run_dir)
+    ids = json.loads((run_dir / "trackers.json").read_text())
+    in_wandb = wandb_files.history(run_dir / "wandb", ids["wandb"])
+    (in_mlflow,) = [run for run in mlflow_runs(runs_dir, main_tag) if run.info.run_name == run_dir.name]
+    assert in_mlflow.info.run_id == ids["mlflow"]
+    assert in_mlflow.info.status == "FINISHED"
+    for key in {key for row in logged for key in row} - {"step"}:
+        expected = series(logged, key)
+        assert series(in_wandb, key, "global_step") == expected, key
+        assert mlflow_series(runs_dir, ids["mlflow"], key) == expected, key
+
+
+def start(runs_dir: Path, data_dir: Path, *overrides: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    env = {**os.environ, **env, "RUNS_DIR": str(runs_dir), "DATA_DIR": str(data_dir)}
+    command = [sys.executable, "-m", f"{PACKAGE}.train", "trainer.progress_bar=false", *overrides]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def paused_at(step: int, marker: Path) -> dict[str, str]:
+    return {"REPRODUCIBILITY_PAUSE": f"step:{step}", "REPRODUCIBILITY_PAUSE_MARKER": str(marker), **CANARY}
+
+
+def test_each_step_reaches_every_tracker_once_through_a_kill_and_a_requeue(
+    run_training: RunTraining, data_dir: Path, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    killed = start(runs, data_dir, ALL, *SHORT, env=paused_at(35, tmp_path / "at35"))
+    wait_for(lambda: (tmp_path / "at35").exists(), "the run to reach step 35", timeout=300)
+    killed.send_signal(signal.SIGKILL)  # past the checkpoint at 30: steps 31-35 were never published
+    killed.wait()
+    requeued = start(runs, data_dir, ALL, *SHORT, env=paused_at(45, tmp_path / "at45"))
+    wait_for(lambda: (tmp_path / "at45").exists(), "the resumed run to reach step 45", timeout=300)
+    requeued.send_signal(signal.SIGTERM)  # as Slurm does before a requeue: save at 45, publish, exit 75
+    assert requeued.wait(timeout=300) == 75, requeued.communicate()[1]
+    finished = run_training(runs, ALL, *SHORT, env=CANARY)
+    assert finished.returncode == 0, finished.stderr
+
+    (run_dir,) = (runs / "dev").iterdir()
+    assert [row["step"] for row in rows(run_dir)] == list(range(5, 61, 5))
+    assert_each_step_once_everywhere(runs, run_dir, "dev")
+    wandb_id = json.loads((run_dir / "trackers.json").read_text())["wandb"]
+    assert len(wandb_files.attempt_files(run_dir / "wandb", wandb_id)) >= 2  # one id, a folder per attempt
+    assert len(mlflow_runs(runs, "dev")) == 1
+
+    # The trackers' threads draw from no RNG and change no bit of training.
+    alone = run_training(tmp_path / "alone", *SHORT, env=CANARY)
+    assert alone.returncode == 0, alone.stderr
+    (plain,) = (tmp_path / "alone" / "dev").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert json.loads((plain / "summary.json").read_text()) == summary
+    assert rows(plain) == rows(run_dir)
+
+
+@pytest.fixture
+def unused_port() -> Iterator[int]:
+    """A local port with nothing listening: connections to it are refused, as to a wandb host that is down."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    yield port
+
+
+def test_trackers_whose_service_fails_stop_nothing_and_no_secret_is_written(
+    run_training: RunTraining, tmp_path: Path, unused_port: int
+) -> None:
+    secret = "wandb-key-that-must-never-be-written-0123456789"
+    runs = tmp_path / "runs"
+    uri, artifacts = f"sqlite:///{runs}/mlflow.db", str(runs / "mlflow-artifacts")
+    mlflow_store.prepare(uri, artifacts)
+    holder = sqlite3.connect(runs / "mlflow.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the database: MLflow's writes wait, then fail
+    try:
+        done = run_training(
+            runs,
+            ALL,
+            "trainer.max_steps=40",
+            "sched.warmup_steps=5",
+            "logger.wandb.init_timeout_s=5",
+            "logger.mlflow.timeout_s=3",
+            env={"WANDB_API_KEY": secret, "WANDB_BASE_URL": f"http://127.0.0.1:{unused_port}"},
+        )
+    finally:
+        holder.rollback()
+        holder.close()
+    assert done.returncode == 0, done.stderr
+    output = done.stdout + done.stderr  # the run's log goes to stdout
+    assert output.count("wandb could not start online") == 1
+    assert output.count("tracker mlflow") == 1
+    (run_dir,) = (runs / "dev").iterdir()
+    assert [row["step"] for row in rows(run_dir)] == list(range(10, 41, 10))
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "finished"
+    assert "timeout_s=3" in status["trackers_off"]["mlflow"]
+    wandb_id = json.loads((run_dir / "trackers.json").read_text())["wandb"]
+    offline = wandb_files.history(run_dir / "wandb", wandb_id)
+    assert series(offline, "train/loss", "global_step") == series(rows(run_dir), "train/loss")
+    written = [path for path in runs.rglob("*") if path.is_file()]
+    assert [path for path in written if secret.encode() in path.read_bytes()] == []
+    assert secret not in output
