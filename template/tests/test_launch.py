@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -85,6 +86,28 @@ def test_a_dry_run_prints_the_plan_and_submits_nothing(tmp_path: Path) -> None:
     again = launch_command(tmp_path, "--dry-run", "--", "seed=0,1")
     assert [line.split()[0] for line in again.stdout.splitlines()[1:3]] == ["SKIP", "NEW"]
     assert again.stdout.splitlines()[1].endswith("  finished")
+
+
+def test_a_main_tag_without_a_note_gets_a_warning(tmp_path: Path) -> None:
+    done = launch_command(tmp_path, "--dry-run", "--", "main_tag=no-note-yet", "seed=0")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("warning: main_tag 'no-note-yet' has no note")
+    assert "configs/tags.yaml" in done.stdout.splitlines()[0]
+    noted = launch_command(tmp_path, "--dry-run", "--", "main_tag=dev", "seed=0")
+    assert "warning" not in noted.stdout
+
+
+def test_the_launcher_makes_a_new_mlflow_store_once_before_it_submits(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("RUNS_DIR", str(tmp_path))
+    command = import_module(f"{PACKAGE}.launch.command")
+    found = specs.expand(["logger=[jsonl,mlflow]", "seed=0,1", "main_tag=a,b"])
+    assert {spec.mlflow_store for spec in found} == {
+        (f"sqlite:///{tmp_path}/mlflow.db", f"{tmp_path}/mlflow-artifacts")
+    }
+    command._prepare_mlflow_stores(found)
+    tables = sqlite3.connect(tmp_path / "mlflow.db").execute("SELECT name FROM sqlite_master WHERE type='table'")
+    assert {"experiments", "runs", "metrics", "params", "tags"} <= {name for (name,) in tables}
+    assert all(spec.mlflow_store is None for spec in specs.expand(["seed=0,1"]))
 
 
 def test_launch_refuses_an_unpushed_project_in_one_line(tmp_path: Path) -> None:

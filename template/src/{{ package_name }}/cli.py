@@ -6,6 +6,7 @@ import argparse
 from importlib.metadata import version
 from pathlib import Path
 
+from .analysis import commands as analysis
 from .core.errors import fail
 
 PACKAGE = __package__ or __name__.rpartition(".")[0]
@@ -19,6 +20,9 @@ see the config:   python -m {PACKAGE}.train --cfg job
 prove the bits:   nox -s reproducibility   (or: python -m {PACKAGE}.proof)
 launch a sweep:   {PACKAGE} launch [--backend local|slurm] [--dry-run] -- optim.lr=1e-3,3e-3 seed=0,1
 see the runs:     {PACKAGE} status [--tag MAIN_TAG]
+compare runs:     {PACKAGE} collect --tag MAIN_TAG [--out runs.csv]   (--from mlflow: from the tracker alone)
+plot a metric:    {PACKAGE} plot val/loss --tag MAIN_TAG [--by optim.lr]
+main tags:        {PACKAGE} tags   (each with its runs per state and its note from configs/tags.yaml)
 free disk space:  {PACKAGE} jobs-cache prune --keep 5   (job.sh's checkouts, each with a .venv)
 """
 
@@ -81,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         "that says running but whose process on this machine is gone is shown as lost.",
     )
     status.add_argument("--tag", help="only the runs of this main_tag (a folder under the runs folder)")
+    analysis.add_parsers(commands)  # collect, plot, tags (analysis/commands.py)
     cache = commands.add_parser(
         "jobs-cache",
         help="list job.sh's checkouts, or prune the least recently used",
@@ -99,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if analysis.run(args, Path(__file__).resolve().parents[2]):
+        return
     if args.command == "reproduce":
         if args.steps is not None and args.steps < 1:
             fail([f"--steps must be at least 1, not {args.steps}"])

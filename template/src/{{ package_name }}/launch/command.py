@@ -16,8 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..analysis.tags import missing_note
 from ..core.errors import fail
 from ..core.provenance import git_state
+from ..tracking.mlflow_store import prepare, sqlite_path
 from . import PROJECT_ROOT, local, records, slurm
 from .observe import Backends, observe
 from .plan import RELAUNCH, SKIP, Step, decide, table
@@ -43,6 +45,9 @@ def launch(
         fail(refusals)
     runs = runs_dir(PROJECT_ROOT)
     specs = expand(overrides)
+    for main_tag in dict.fromkeys(spec.main_tag for spec in specs):
+        if (warning := missing_note(PROJECT_ROOT, main_tag)) is not None:
+            print(f"warning: {warning}", flush=True)
     local.advance(runs)
     backends = Backends()
     steps = [_step(spec, backends, retry_failed, force) for spec in specs]
@@ -70,11 +75,21 @@ def launch(
                 lease = _start_over(lease)
             taken.append((now, lease))
         if taken:
+            _prepare_mlflow_stores([step.spec for step, _ in taken])
             _submit(taken, backend, max_concurrent, runs, state)
     finally:
         for _, lease in taken:
             lease.release()
     return steps
+
+
+def _prepare_mlflow_stores(specs: list[RunSpec]) -> None:
+    """Make each new local MLflow store now, once: jobs that start together would race on making its tables."""
+    for tracking_uri, artifact_location in dict.fromkeys(spec.mlflow_store for spec in specs if spec.mlflow_store):
+        path = sqlite_path(tracking_uri)
+        if path is not None and not path.exists():
+            print(f"making the MLflow store {path}", flush=True)
+            prepare(tracking_uri, artifact_location)
 
 
 def _step(spec: RunSpec, backends: Backends, retry_failed: bool, force: bool) -> Step:

@@ -37,6 +37,7 @@ class RunSpec:
     main_tag: str
     run_dir: Path
     overrides: tuple[str, ...]  # this point's overrides, as job.sh passes them to training
+    mlflow_store: tuple[str, str] | None = None  # (tracking URI, artifact location) when logger.mlflow is set
 
     @property
     def label(self) -> str:
@@ -61,6 +62,7 @@ def expand(overrides: list[str]) -> list[RunSpec]:
         for shaping, members in by_defaults.items():
             base = _composed(list(shaping))
             quick = QuickNames(base)
+            store = _mlflow_store(base)
             checked: dict[tuple[str, ...], list[str]] = {}
             for number, point, later in members:
                 named = quick.name(later)
@@ -76,7 +78,7 @@ def expand(overrides: list[str]) -> list[RunSpec]:
                         checked[_check_key(later)] = problems(cfg, on_this_machine=False)  # login nodes lack GPUs
                 for line in checked[_check_key(later)]:
                     mistakes.setdefault(line, []).append(number)
-                found[number] = RunSpec(*named, overrides=tuple(point))
+                found[number] = RunSpec(*named, overrides=tuple(point), mlflow_store=store)
         GlobalHydra.instance().clear()
     fail_points(mistakes, len(every))
     unique: dict[Path, RunSpec] = {}
@@ -98,6 +100,12 @@ def _composed(overrides: list[str]) -> DictConfig:
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
+
+
+def _mlflow_store(cfg: DictConfig) -> tuple[str, str] | None:
+    """Where the runs of this defaults list log to MLflow, if they do (`logger=[...,mlflow]` shapes the defaults)."""
+    mlflow = cfg.logger.get("mlflow")
+    return (mlflow.tracking_uri, mlflow.artifact_location) if mlflow else None
 
 
 def _shapes_defaults(override: Override) -> bool:
