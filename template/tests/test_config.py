@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
 from pathlib import Path
 
@@ -111,3 +112,19 @@ def test_composition_errors_are_condensed_to_one_line(
     reported = capsys.readouterr().err
     assert reported.startswith(message)
     assert len(reported.splitlines()) == 1
+
+
+def test_trackers_compose_as_a_list_with_jsonl_always_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    everything = composed("logger=[jsonl,wandb,mlflow]")
+    assert checks.problems(everything) == []
+    assert everything.logger.mlflow.tracking_uri == f"sqlite:///{everything.paths.runs_dir}/mlflow.db"
+    assert everything.logger.mlflow.experiment == everything.main_tag
+    assert composed("logger=[wandb]").logger.jsonl.filename == "metrics.jsonl"  # JSONL whatever the list says
+    assert composed().logger.wandb is None and composed().logger.mlflow is None
+    assert checks.problems(composed("logger=[wandb]", "logger.wandb.mode=cloud")) == [
+        "logger.wandb.mode=cloud is not a mode: pass auto, online or offline"
+    ]
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # as without the extra: nothing to import
+    assert checks.problems(composed("logger=[jsonl,mlflow]")) == [
+        "logger.mlflow is set but MLflow is not installed: run `uv sync --extra mlflow`"
+    ]
