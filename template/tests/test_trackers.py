@@ -122,7 +122,7 @@ def unused_port() -> Iterator[int]:
 def test_trackers_whose_service_fails_stop_nothing_and_no_secret_is_written(
     run_training: RunTraining, tmp_path: Path, unused_port: int
 ) -> None:
-    secret = "wandb-key-that-must-never-be-written-0123456789"
+    secret = "wandb-key-that-must-never-be-written-0123456789"  # pragma: allowlist secret
     runs = tmp_path / "runs"
     uri, artifacts = f"sqlite:///{runs}/mlflow.db", str(runs / "mlflow-artifacts")
     mlflow_store.prepare(uri, artifacts)
