@@ -93,8 +93,10 @@ class MlflowService:
             return str(found.experiment_id)
         try:
             return str(self.client.create_experiment(self.experiment, artifact_location=self.artifact_location))
-        except MlflowException:  # another run made it first
-            return str(self.client.get_experiment_by_name(self.experiment).experiment_id)
+        except MlflowException:
+            if (found := self.client.get_experiment_by_name(self.experiment)) is None:
+                raise  # not a race with another run that made it first: a real failure
+            return str(found.experiment_id)
 
     def _tags(self) -> dict[str, str]:
         purpose = [tag for tag in self.info.tags if tag in ("exploratory", "candidate")]
