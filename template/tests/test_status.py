@@ -56,12 +56,19 @@ def test_a_failed_run_shows_its_reason_and_states_are_counted(tmp_path: Path) ->
         run_dir = tmp_path / "sweep" / name
         run_dir.mkdir(parents=True)
         record = {"state": state, "step": 5, "updated_at": (now - timedelta(hours=3)).isoformat()}
+        if name == "b":
+            record["trackers_off"] = {"mlflow": "failed in publish: database is locked"}
         (run_dir / "status.json").write_text(json.dumps(record | ({"reason": reason} if reason else {})))
         (run_dir / "config.yaml").write_text("trainer:\n  max_steps: 50\n")
     (tmp_path / "sweep" / "not-a-run").mkdir()  # no status.json, no config.yaml: not listed
     lines = status.table(status.collect(tmp_path), now=now)
     assert lines[1].split() == ["sweep/a", "failed", "5/50", "-", "-", "0", "3h", "ago"]
-    assert lines[-2:] == ["  sweep/a: Diverged: loss is nan at step 7", "2 runs: 1 paused, 1 failed"]
+    assert lines[-3:] == [
+        "  sweep/a: Diverged: loss is nan at step 7",
+        "  sweep/b: tracker mlflow switched off (failed in publish: database is locked); it catches up at the next "
+        "attempt",
+        "2 runs: 1 paused, 1 failed",
+    ]
 
 
 def test_an_unknown_tag_is_one_line_and_no_runs_is_said(tmp_path: Path) -> None:

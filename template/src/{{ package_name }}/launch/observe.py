@@ -18,7 +18,7 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ class Observed:
     record: dict[str, Any] | None
     live: bool | None  # its job is queued or running (None: the backend cannot be asked)
     restarts: int
+    trackers_off: dict[str, str] = field(default_factory=dict)  # tracker -> why its latest attempt dropped it
 
     @property
     def job_id(self) -> str | None:
@@ -94,7 +95,8 @@ def observe(run_dir: Path, backends: Backends, now: datetime | None = None) -> O
         reason = f"its job ended{f' with exit code {code}' if code is not None else ''} before training started"
         reason += f": {line}" if (line := _last_line(Path(record.get("log") or run_dir / "job.log"))) else ""
     step = int(status.get("step", 0)) if status else 0
-    return Observed(state, step, reason, updated, record, live, _restarts(run_dir))
+    off = status.get("trackers_off", {}) if status else {}
+    return Observed(state, step, reason, updated, record, live, _restarts(run_dir), off)
 
 
 def _before(updated: datetime, record: dict[str, Any]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,6 +38,7 @@ class Run:
     reason: str = ""
     job_id: str | None = None
     restarts: int = 0
+    trackers_off: dict[str, str] = field(default_factory=dict)
 
 
 def runs_dir(project_root: Path) -> Path:
@@ -58,6 +59,7 @@ def read(run_dir: Path, backends: Backends | None = None) -> Run:
         reason=seen.reason,
         job_id=seen.job_id,
         restarts=seen.restarts,
+        trackers_off=seen.trackers_off,
     )
 
 
@@ -99,6 +101,11 @@ def table(runs: list[Run], now: datetime | None = None) -> list[str]:
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
     lines = [_line(row, widths) for row in [header, *rows]]
     lines += [f"  {run.tag}/{run.name}: {run.reason}" for run in runs if run.state == "failed" and run.reason]
+    lines += [
+        f"  {run.tag}/{run.name}: tracker {tracker} switched off ({why}); it catches up at the next attempt"
+        for run in runs
+        for tracker, why in run.trackers_off.items()
+    ]
     counts = Counter(run.state for run in runs)
     ordered = sorted(counts, key=lambda state: ORDER.index(state) if state in ORDER else len(ORDER))
     lines.append(f"{len(runs)} run{'s' * (len(runs) != 1)}: " + ", ".join(f"{counts[s]} {s}" for s in ordered))
