@@ -4,6 +4,7 @@ nox -s reproducibility   generate a default project into a temporary folder and 
 nox -s tests             the template's test suite (generation matrix, hooks, validators, generated sessions)
 nox -s lint              ruff on the template repository, including the plain .py files in template/
 nox -s examples          generate each example project (examples/), train it briefly and run its proof
+                         (-- --quick: only proofs 1 and 2)
 nox -s bench             generate a default project and run the benchmarks (benchmarks/) in it; they print figures
 """
 
@@ -87,8 +88,11 @@ EXAMPLES = {
 
 @nox.session
 def examples(session: nox.Session) -> None:
-    """Each example project, generated as its user would, trains briefly and proves its bits (-- NAME... for some)."""
-    names = session.posargs or sorted(EXAMPLES)
+    """Each example project, generated as its user would, trains briefly and proves its bits (-- NAME... for some;
+    -- --quick for the first two proofs only, as the template's tests run it: each task's full proof is tested on
+    the default project)."""
+    quick = "--quick" in session.posargs
+    names = [name for name in session.posargs if name != "--quick"] or sorted(EXAMPLES)
     if unknown := sorted(set(names) - set(EXAMPLES)):
         session.error(f"no example {unknown[0]!r}: pick from {', '.join(sorted(EXAMPLES))}")
     session.install(*DEV)
@@ -102,7 +106,10 @@ def examples(session: nox.Session) -> None:
             with session.chdir(project):
                 train = ["uv", "run", "--frozen", "python", "-m", f"{package}.train", "trainer.progress_bar=false"]
                 session.run(*OUTSIDE_THIS_VENV, *train, *training, external=True)
+                proofs = ["--only", "1,2"] if quick else []
                 session.run(
-                    *OUTSIDE_THIS_VENV, "nox", "--non-interactive", "-s", "reproducibility", "--", *proof, external=True
+                    *OUTSIDE_THIS_VENV,
+                    *["nox", "--non-interactive", "-s", "reproducibility", "--", *proof, *proofs],
+                    external=True,
                 )
             session.log(f"{name}: trained, and its proof passed")
