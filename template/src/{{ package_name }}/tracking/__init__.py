@@ -70,6 +70,9 @@ class Tracking:
         """JSONL first (it trims the lines past `start_step`, and its lines are what the others may lack), then
         every other tracker that `cfg.logger` sets."""
         jsonl = instantiate(cfg.logger.jsonl, run_dir=run_dir, start_step=start_step)
+        services = {name: node for name, node in cfg.logger.items() if name != "jsonl" and node}
+        if not services:  # JSONL alone (the default) needs no RunInfo: nothing more to do at start
+            return cls({"jsonl": jsonl}, on_failure)
         config = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(config, dict)
         run = RunInfo(
@@ -82,11 +85,8 @@ class Tracking:
             start_step=start_step,
             history=tuple(jsonl.rows),
         )
-        others = {  # partial: `run` holds configs with `_target_`s, which instantiate must not build
-            name: instantiate(node, _partial_=True)(run=run)
-            for name, node in cfg.logger.items()
-            if name != "jsonl" and node
-        }
+        # partial: `run` holds configs with `_target_`s, which instantiate must not build
+        others = {name: instantiate(node, _partial_=True)(run=run) for name, node in services.items()}
         return cls({"jsonl": jsonl, **others}, on_failure)
 
     def record(self, provenance: Mapping[str, Any] | None) -> None:
