@@ -96,3 +96,4 @@ def test_the_third_kill_comes_after_the_checkpoint_the_run_resumes_from() -> Non
         first, saving, third = chains.kill_points(schedule, random.Random(seed))
         resumed_at = max([0, *(step for step in schedule.checkpoint_steps() if step < saving)])
         assert first < saving and resumed_at < third < schedule.max_steps, (seed, first, saving, third)
+        assert third > schedule.ckpt_every, (seed, third)  # so the relaunch resumes from a checkpoint

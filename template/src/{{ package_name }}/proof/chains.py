@@ -174,9 +174,11 @@ def kill_points(schedule: Schedule, rng: random.Random) -> tuple[int, int, int]:
     first = rng.randrange(1, schedule.max_steps)
     saving = min(s for s in schedule.checkpoint_steps() if s > first)
     # The kill while saving leaves the checkpoint before `saving` as the latest: the next run resumes there, so the
-    # third stop lies after it. (The last interval can be shorter than ckpt_every: 200 -> 240.)
+    # third stop lies after it. (The last interval can be shorter than ckpt_every: 200 -> 240.) It also lies after
+    # the first checkpoint, or the relaunch would start from scratch and the proof would test no resume at all.
     resumed_at = max([0, *(s for s in schedule.checkpoint_steps() if s < saving)])
-    return first, saving, rng.randrange(resumed_at + 1, schedule.max_steps)
+    low = min(max(resumed_at, schedule.ckpt_every) + 1, schedule.max_steps - 1)
+    return first, saving, rng.randrange(low, schedule.max_steps)
 
 
 def sigterm(runner: Runner, schedule: Schedule, rng: random.Random) -> Candidates:
