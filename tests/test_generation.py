@@ -90,6 +90,7 @@ PACKAGE_MODULES = {
     "analysis/commands.py",
     "analysis/folders.py",
     "analysis/from_mlflow.py",
+    "analysis/from_wandb.py",
     "analysis/plots.py",
     "analysis/records.py",
     "analysis/table.py",

@@ -1,6 +1,6 @@
 """`<package> collect`, `plot` and `tags`, on a real sweep: 2 learning rates x 2 widths x 2 seeds, trained
-by four processes at once with every tracker on, then read back as a table (from the run folders and from MLflow
-alone), a plot and the main tags' notes."""
+by four processes at once with every tracker on, then read back as a table (from the run folders, from MLflow
+alone and from wandb's files alone), a plot and the main tags' notes."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_trackers import unused_port  # noqa: F401  (a fixture)
 
 from conftest import PACKAGE, ROOT
 
@@ -220,3 +221,37 @@ def test_collect_from_mlflow_works_without_the_run_folders(runs: Path, tmp_path:
     done = command(tmp_path / "elsewhere", "collect", "--from", "mlflow", "--mlflow-uri", f"sqlite:///{store}")
     assert done.returncode == 0, done.stderr
     assert sum("base__" in line for line in done.stdout.splitlines()) == 8
+
+
+def test_collect_from_wandb_files_alone_gives_the_same_table(runs: Path, tmp_path: Path) -> None:
+    copied = tmp_path / "wandb-copy"  # the runs' wandb folders kept, the run folders gone
+    for run_dir in folders.run_dirs(runs, TAG):
+        shutil.copytree(run_dir / "wandb", copied / run_dir.name / "wandb")
+    from_folders = table.collect(runs, TAG)
+    from_wandb = table.frame(import_module(f"{PACKAGE}.analysis.from_wandb").from_files(copied, TAG))
+    key = ["run_name"]
+    pd.testing.assert_frame_equal(
+        from_wandb.sort_values(key).reset_index(drop=True), from_folders.sort_values(key).reset_index(drop=True)
+    )
+    done = command(tmp_path / "elsewhere", "collect", "--from", "wandb", "--wandb-dir", str(copied))
+    assert done.returncode == 0, done.stderr
+    assert sum("base__" in line for line in done.stdout.splitlines()) == 8
+
+
+def test_collect_from_a_wandb_server_it_cannot_use_is_one_line(tmp_path: Path, unused_port: int) -> None:  # noqa: F811
+    """No key (and no ~/.netrc), then a key for a host that is down: one line each, pointing at --wandb-dir."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
+    down = {"WANDB_API_KEY": "0" * 40, "WANDB_BASE_URL": f"http://127.0.0.1:{unused_port}"}
+    for extra in ({}, down):
+        env = {**clean, **extra, "HOME": str(tmp_path), "RUNS_DIR": str(tmp_path / "runs")}
+        done = subprocess.run(
+            [sys.executable, "-m", PACKAGE, "collect", "--from", "wandb"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2 and done.stdout == "", done
+        assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("error: W&B server: "), done.stderr
+        assert "--wandb-dir" in done.stderr

@@ -21,6 +21,8 @@ from conftest import PACKAGE, ROOT, RunTraining
 from test_one_writer import wait_for
 
 wandb_files = import_module(f"{PACKAGE}.tracking.wandb_files")
+from_wandb = import_module(f"{PACKAGE}.analysis.from_wandb")
+folders = import_module(f"{PACKAGE}.analysis.folders")
 mlflow_store = import_module(f"{PACKAGE}.tracking.mlflow_store")
 
 ALL = "logger=[jsonl,wandb,mlflow]"
@@ -69,6 +71,11 @@ def assert_each_step_once_everywhere(runs_dir: Path, run_dir: Path, main_tag: st
         assert mlflow_series(runs_dir, ids["mlflow"], key) == expected, key
 
 
+def wandb_steps(runs_dir: Path) -> list[int | None]:
+    """The last step of each wandb run under `runs_dir`, read from wandb's files while the run may be writing."""
+    return [record.step for record in from_wandb.from_files(runs_dir)]
+
+
 def start(runs_dir: Path, data_dir: Path, *overrides: str, env: dict[str, str]) -> subprocess.Popen[str]:
     env = {**os.environ, **env, "RUNS_DIR": str(runs_dir), "DATA_DIR": str(data_dir)}
     command = [sys.executable, "-m", f"{PACKAGE}.train", "trainer.progress_bar=false", *overrides]
@@ -85,12 +92,16 @@ def test_each_step_reaches_every_tracker_once_through_a_kill_and_a_requeue(
     runs = tmp_path / "runs"
     killed = start(runs, data_dir, ALL, *SHORT, env=paused_at(35, tmp_path / "at35"))
     wait_for(lambda: (tmp_path / "at35").exists(), "the run to reach step 35", timeout=300)
+    # Paused at 35: the checkpoint at 30 is durable, so wandb receives the steps up to 30, and none after.
+    wait_for(lambda: wandb_steps(runs) == [30], "wandb to hold the steps up to 30", timeout=120)
     killed.send_signal(signal.SIGKILL)  # past the checkpoint at 30: steps 31-35 were never published
     killed.wait()
+    assert [record.state for record in from_wandb.from_files(runs)] == ["unfinished"]  # it never closed
     requeued = start(runs, data_dir, ALL, *SHORT, env=paused_at(45, tmp_path / "at45"))
     wait_for(lambda: (tmp_path / "at45").exists(), "the resumed run to reach step 45", timeout=300)
     requeued.send_signal(signal.SIGTERM)  # as Slurm does before a requeue: save at 45, publish, exit 75
     assert requeued.wait(timeout=300) == 75, requeued.communicate()[1]
+    assert [record.state for record in from_wandb.from_files(runs)] == ["preempted"]
     finished = run_training(runs, ALL, *SHORT, env=CANARY)
     assert finished.returncode == 0, finished.stderr
 
@@ -100,6 +111,7 @@ def test_each_step_reaches_every_tracker_once_through_a_kill_and_a_requeue(
     wandb_id = json.loads((run_dir / "trackers.json").read_text())["wandb"]
     assert len(wandb_files.attempt_files(run_dir / "wandb", wandb_id)) >= 2  # one id, a folder per attempt
     assert len(mlflow_runs(runs, "dev")) == 1
+    assert from_wandb.from_files(run_dir / "wandb") == [folders.read(run_dir)]  # the attempts' files, folded
 
     # The trackers' threads draw from no RNG and change no bit of training.
     alone = run_training(tmp_path / "alone", *SHORT, env=CANARY)

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.config import PACKAGE
 from ..core.errors import fail
 from ..launch.status import runs_dir
 
@@ -29,12 +30,25 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     collect.add_argument(
         "--from",
         dest="source",
-        choices=("folders", "mlflow"),
+        choices=("folders", "mlflow", "wandb"),
         default="folders",
-        help="read the runs from their folders (default), or from the MLflow store alone (folders gone)",
+        help="read the runs from their folders (default), or from a tracker alone (folders gone): the MLflow "
+        "store, or wandb (its server, or its run files with --wandb-dir)",
     )
     collect.add_argument(
         "--mlflow-uri", metavar="URI", help="the MLflow tracking URI (default: sqlite:///<runs>/mlflow.db)"
+    )
+    collect.add_argument(
+        "--wandb-project",
+        metavar="[ENTITY/]PROJECT",
+        default=PACKAGE,
+        help=f"the W&B project to read (default: {PACKAGE}, logger.wandb.project's default, in your default entity)",
+    )
+    collect.add_argument(
+        "--wandb-dir",
+        type=Path,
+        metavar="DIR",
+        help="read wandb's run files under DIR (a copy of the runs' wandb/ folders) instead of the W&B server",
     )
     collect.add_argument("--out", type=Path, metavar="FILE", help="write FILE.csv or FILE.parquet instead of printing")
     plot = commands.add_parser(
@@ -91,8 +105,8 @@ def run(args: argparse.Namespace, project_root: Path) -> bool:
 
 
 def _table(args: argparse.Namespace, project_root: Path) -> pd.DataFrame:
-    """The table of the selected runs. Another source of runs (a tracking server) plugs in here: it turns its runs
-    into `records.RunRecord`s and hands them to `table.frame`, which builds the same columns."""
+    """The table of the selected runs. Each source turns its runs into `records.RunRecord`s and hands them to
+    `table.frame`, which builds the same columns whatever they came from."""
     from .table import collect, frame
 
     root = runs_dir(project_root)
@@ -100,8 +114,16 @@ def _table(args: argparse.Namespace, project_root: Path) -> pd.DataFrame:
         from . import from_mlflow
 
         found = from_mlflow.records(args.mlflow_uri or f"sqlite:///{root / 'mlflow.db'}", args.tag)
-        if not found:
-            which = f" with main_tag {args.tag}" if args.tag else ""
-            fail([f"no MLflow runs{which}: train with logger=[jsonl,mlflow]"])
-        return frame(found)
-    return collect(root, args.tag)
+    elif args.source == "wandb":
+        from . import from_wandb
+
+        if args.wandb_dir is not None:
+            found = from_wandb.from_files(args.wandb_dir, args.tag)
+        else:
+            found = from_wandb.from_server(args.wandb_project, args.tag)
+    else:
+        return collect(root, args.tag)
+    if not found:
+        which = f" with main_tag {args.tag}" if args.tag else ""
+        fail([f"no {args.source} runs{which}: train with logger=[jsonl,{args.source}]"])
+    return frame(found)

@@ -23,8 +23,15 @@ WHOLE, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 
 def attempt_files(wandb_dir: Path, run_id: str) -> list[Path]:
     """Each attempt's file, oldest first, by the start time in its folder's name: `[offline-]run-<time>-<id>`."""
-    found = wandb_dir.glob(f"*run-*-{run_id}/run-{run_id}.wandb")
-    return sorted(found, key=lambda path: path.parent.name.removesuffix(f"-{run_id}").rpartition("run-")[2])
+    return sorted(wandb_dir.glob(f"*run-*-{run_id}/run-{run_id}.wandb"), key=_started)
+
+
+def runs_under(folder: Path) -> dict[str, list[Path]]:
+    """Every wandb run whose files lie anywhere under `folder`: {run id: its attempts' files, oldest first}."""
+    found: dict[str, list[Path]] = {}
+    for path in folder.rglob("*run-*/run-*.wandb"):
+        found.setdefault(path.stem.removeprefix("run-"), []).append(path)
+    return {run_id: sorted(paths, key=_started) for run_id, paths in sorted(found.items())}
 
 
 def history(wandb_dir: Path, run_id: str) -> list[dict[str, Any]]:
@@ -34,7 +41,7 @@ def history(wandb_dir: Path, run_id: str) -> list[dict[str, Any]]:
     for path in attempt_files(wandb_dir, run_id):
         for record in records(path):
             if record.WhichOneof("record_type") == "history":
-                row = {_key(item): json.loads(item.value_json) for item in record.history.item}
+                row = items(record.history.item)
                 rows.append({key: value for key, value in row.items() if not key.startswith("_")})
     return rows
 
@@ -79,6 +86,16 @@ def _pieces_joined(data: bytes) -> Iterator[bytes]:
             yield joined + piece
         else:
             return
+
+
+def items(updates: Any) -> dict[str, Any]:
+    """A config or summary record's updates as {key: value}; a nested key is dotted."""
+    return {_key(item): json.loads(item.value_json) for item in updates}
+
+
+def _started(path: Path) -> str:
+    """The start time in an attempt folder's name, `[offline-]run-<YYYYmmdd_HHMMSS>-<id>`: it sorts as text."""
+    return path.parent.name.removesuffix(path.stem.removeprefix("run")).rpartition("run-")[2]
 
 
 def _key(item: Any) -> str:
