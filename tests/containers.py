@@ -50,6 +50,19 @@ def ensure_base_image(engine: str) -> str:
     return BASE_IMAGE
 
 
+# Measured on podman 4.3 (overlay): the build of the default project's image rose the disk 19 GB above where it
+# settled, as podman holds torch's 6 GB layer in about three copies while it commits it.
+BUILD_SPACE_GB = 20
+
+
+def storage_space(engine: str) -> tuple[Path, float]:
+    """The folder that holds the engine's images, and the GB free on its disk."""
+    template = "{{.Store.GraphRoot}}" if engine == "podman" else "{{.DockerRootDir}}"
+    found = subprocess.run([engine, "info", "--format", template], capture_output=True, text=True, check=True)
+    root = Path(found.stdout.strip())
+    return root, shutil.disk_usage(root).free / 1e9
+
+
 def required() -> bool:
     """CI sets this: there, a missing tool (container engine, shellcheck) fails its tests instead of skipping them."""
     return os.environ.get("TEMPLATE_FULL_SUITE") == "1"
