@@ -11,6 +11,10 @@ leaves the previous checkpoint usable. On load, a checkpoint whose checksum fail
 and the one before it is used. A damaged `manifest.json` or `latest` is reported too: each checkpoint is then
 checked by loading it (a file at its final name was put there whole, by a rename).
 
+What a save adds to `torch.save` and its fsync is kept off its path where it can be: the checksum is taken on
+a thread while the file is fsynced, the checkpoint's rename shares the folder's fsync with the manifest's and
+`latest`'s, and the checkpoints past keep_last are deleted on a thread.
+
 A save that fails because the disk is full or read-only raises the OSError (torch reports it as a RuntimeError)
 and leaves the previous checkpoint as it was.
 """
@@ -20,10 +24,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 from torch import nn
@@ -33,7 +40,7 @@ from torch.optim.lr_scheduler import LRScheduler
 from ..proof import faults
 from .batches import TrainStream
 from .determinism import restore_rng_state
-from .files import remove_stale_temporaries, write_atomic, write_json, write_text
+from .files import delete_later, remove_stale_temporaries, sha256_descriptor, write_atomic, write_json, write_text
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +56,11 @@ class CheckpointDir:
     def __init__(self, folder: Path, keep_last: int) -> None:
         self.folder, self.keep_last = folder, keep_last
         self._rebuilt: dict[str, str] | None = None  # the manifest worked out from the files, when it is damaged
+        self._pruning: threading.Thread | None = None  # frees the checkpoints the last save dropped
 
     def clean(self) -> None:
         """Remove what killed saves left: temporary files, and checkpoints that never reached the manifest."""
+        self._wait_for_pruning()
         manifest = self._manifest()
         orphans = [path for path in self.folder.glob("step_*.pt") if path.name not in manifest]
         for path in [*remove_stale_temporaries(self.folder), *orphans]:
@@ -59,29 +68,41 @@ class CheckpointDir:
             log.warning("removed %s, left by an interrupted save", path.name)
 
     def save(self, state: dict[str, Any], step: int) -> Path:
+        self._wait_for_pruning()  # the space the last save freed is free before this one fills it again
         name = f"step_{step:06d}.pt"
         path = self.folder / name
+        helper, hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256"), list[Future[str]]()
 
-        def write(out: Any) -> None:
+        def write(out: IO[bytes]) -> None:
             torch.save({"format": FORMAT, "step": step, **state}, out)
+            out.flush()
+            # Hashed from the page cache on a thread while write_atomic fsyncs the file, which mostly waits for the
+            # disk: the hash (200 MB: 145 ms here) then takes no longer than the fsync (190 ms), not as long again.
+            hashing.append(helper.submit(sha256_descriptor, os.dup(out.fileno())))
             faults.pause_if_requested("save", step)  # the proof kills the process here, mid-save
 
+        # The renames of the checkpoint and of the manifest are made durable by the fsync of the folder that
+        # writing `latest` ends with (each file's content is fsynced before its rename). Journaling file systems
+        # (ext4, XFS) keep renames in order; should a crash keep some of the three and not the others, find_latest
+        # falls back to the checkpoint before, as for any file missing or not in the manifest (test_checkpoint_io).
         try:
-            write_atomic(path, write)
+            write_atomic(path, write, sync_folder=False)
+            digest = hashing[0].result()
         except RuntimeError as error:  # torch's writer wraps the OSError of a full disk
             if isinstance(cause := error.__cause__ or error.__context__, OSError):
                 raise OSError(cause.errno, cause.strerror, str(path)) from error
             raise
-        manifest = {**self._manifest(), name: _sha256(path)}
-        write_json(self.folder / "manifest.json", manifest)
+        finally:
+            helper.shutdown()
+        manifest = {**self._manifest(), name: digest}
+        write_json(self.folder / "manifest.json", manifest, sync_folder=False)
         write_text(self.folder / "latest", name)
         # Only now that `latest` names the new file may others go: the oldest, and any left from steps after
         # this one by an attempt that was later rolled back to an earlier checkpoint.
         kept = sorted((n for n in manifest if _step(n) <= step), key=_step)[-self.keep_last :]
         write_json(self.folder / "manifest.json", {key: manifest[key] for key in kept})
         self._rebuilt = None
-        for old in set(manifest) - set(kept):
-            (self.folder / old).unlink(missing_ok=True)
+        self._pruning = delete_later([self.folder / old for old in set(manifest) - set(kept)])
         return path
 
     def find_latest(self) -> str | None:
@@ -138,6 +159,11 @@ class CheckpointDir:
                     continue
                 self._rebuilt[checkpoint.name] = _sha256(checkpoint)
         return self._rebuilt
+
+    def _wait_for_pruning(self) -> None:
+        if self._pruning is not None:
+            self._pruning.join()
+            self._pruning = None
 
 
 @dataclass(frozen=True)

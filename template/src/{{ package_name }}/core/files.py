@@ -12,21 +12,34 @@ its `metrics.jsonl`. (`tempfile` would create them 0600, readable by their owner
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import logging
+import mmap
 import os
 import secrets
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 TEMP_SUFFIX = ".tmp"
 
+log = logging.getLogger(__name__)
 
-def write_atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Call `write(file)` on a temporary file, then put it at `path` in one rename."""
+
+def temporary_name(path: Path) -> Path:
+    """A name in the same folder that no other writer picks, and that `remove_stale_temporaries` removes."""
+    return path.parent / f".{path.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+
+
+def write_atomic(path: Path, write: Callable[[IO[bytes]], object], *, sync_folder: bool = True) -> None:
+    """Call `write(file)` on a temporary file, then put it at `path` in one rename. With `sync_folder=False` the
+    rename is durable once the folder is fsynced, by the caller or by the next write_atomic there without it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
-    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the mode of a plain open()
+    tmp = temporary_name(path)
+    # Readable too, for the writer to hash what it wrote (sha256_descriptor); 0o666: the mode of a plain open()
+    descriptor = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as out:
             write(out)
@@ -36,15 +49,57 @@ def write_atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync_folder:
+        fsync_dir(path.parent)
 
 
-def write_text(path: Path, text: str) -> None:
-    write_atomic(path, lambda out: out.write(text.encode()))
+def write_text(path: Path, text: str, *, sync_folder: bool = True) -> None:
+    write_atomic(path, lambda out: out.write(text.encode()), sync_folder=sync_folder)
 
 
-def write_json(path: Path, data: Any) -> None:
-    write_text(path, json.dumps(data, indent=2) + "\n")
+def write_json(path: Path, data: Any, *, sync_folder: bool = True) -> None:
+    write_text(path, json.dumps(data, indent=2) + "\n", sync_folder=sync_folder)
+
+
+def sha256_descriptor(descriptor: int) -> str:
+    """The SHA-256 of an open file (which this closes), hashed from a memory map: no copy into a buffer, and
+    one call, in which hashlib lets go of the GIL. For a file that no one else writes (a temporary of
+    write_atomic, say): one cut short while mapped would end the process (SIGBUS). Deleting it does not."""
+    digest = hashlib.sha256()
+    try:
+        if os.fstat(descriptor).st_size:  # an empty file cannot be mapped
+            with mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ) as mapped:
+                digest.update(mapped)
+    finally:
+        os.close(descriptor)
+    return digest.hexdigest()
+
+
+def delete_later(paths: list[Path]) -> threading.Thread | None:
+    """Delete files on a thread, and return it (None if there was nothing to delete). Deleting a large file
+    takes time (150 ms for 200 MB on ext4: its blocks are freed), so each is first renamed to a temporary name,
+    at once: its own name is free, and `remove_stale_temporaries` removes it if the process dies before."""
+    doomed = []
+    for path in paths:
+        hidden = temporary_name(path)
+        try:
+            os.replace(path, hidden)
+        except FileNotFoundError:
+            continue
+        doomed.append(hidden)
+    if not doomed:
+        return None
+    worker = threading.Thread(target=_delete, args=(doomed,), name="delete-later")  # not a daemon: exit waits
+    worker.start()
+    return worker
+
+
+def _delete(paths: list[Path]) -> None:
+    for path in paths:
+        try:
+            path.unlink(missing_ok=True)  # missing: another process's `remove_stale_temporaries` got there first
+        except OSError as error:  # it stays a temporary file, which the next start removes
+            log.warning("could not delete %s: %s", path, error)
 
 
 def fsync_dir(folder: Path) -> None:
