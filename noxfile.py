@@ -5,11 +5,13 @@ nox -s tests             the template's test suite (generation matrix, hooks, va
 nox -s lint              ruff on the template repository, including the plain .py files in template/
 nox -s examples          generate each example project (examples/), train it briefly and run its proof
                          (-- --quick: only proofs 1 and 2)
-nox -s bench             generate a default project and run the benchmarks (benchmarks/) in it; they print figures
+nox -s bench             generate a default project, run the benchmarks (benchmarks/) and write BENCHMARKS.md
+                         (-- --quick: tiny counts that check the harness; the report is printed, not written)
 """
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import tomllib
 from collections.abc import Iterator
@@ -64,11 +66,46 @@ def reproducibility(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks print their figures and ratios; none of them is a test. For now: the launcher's scale."""
-    with default_project(session, "bench"):
-        script = str(ROOT / "benchmarks" / "launcher.py")
-        python = ["uv", "run", "--frozen", "python", script, "--package", "my_experiments", *session.posargs]
-        session.run(*OUTSIDE_THIS_VENV, *python, external=True)
+    """Generate a default project, install it from its lock plus Lightning (beside it, not into it), run every
+    benchmark (benchmarks/) and write BENCHMARKS.md. `-- --quick`: tiny counts that check the harness, written to a
+    temporary BENCHMARKS.md and printed, never over the committed one. `-- --rounds N` (default 5, quick 1).
+    `-- --project DIR`: measure an already generated project instead of generating one (the tests do)."""
+    parser = argparse.ArgumentParser(prog="nox -s bench --")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int)
+    parser.add_argument("--project", type=Path)
+    options = parser.parse_args(session.posargs)
+    if options.project is None:
+        with default_project(session, "bench") as project:
+            run_benchmarks(session, project, options.quick, options.rounds or (1 if options.quick else 5))
+    else:
+        session.install(*DEV)
+        run_benchmarks(session, options.project.resolve(), options.quick, options.rounds or (1 if options.quick else 5))
+
+
+def run_benchmarks(session: nox.Session, project: Path, quick: bool, rounds: int) -> None:
+    benchmarks = ROOT / "benchmarks"
+    package = tomllib.loads((project / "pyproject.toml").read_text())["project"]["name"].replace("-", "_")
+    flags = ["--quick"] if quick else []
+    with tempfile.TemporaryDirectory(prefix="template-bench-results-") as scratch:
+        results, lightning = Path(scratch), Path(scratch) / "lightning"
+        with session.chdir(project):  # bytecode compiled once, or every process would compile torch as it imports
+            session.run(*OUTSIDE_THIS_VENV, "uv", "sync", "--frozen", "--inexact", "--compile-bytecode", external=True)
+        python = str(project / ".venv" / "bin" / "python")
+        install = ["uv", "pip", "install", "--quiet", "--python", python, "--target", str(lightning), "--no-deps"]
+        session.run(*install, "-r", str(benchmarks / "lightning-requirements.txt"), external=True)
+        inside = [python, str(benchmarks / "run.py"), "--package", package, "--rounds", str(rounds), *flags]
+        inside += ["--lightning", str(lightning), "--json", str(results / "inside.json")]
+        with session.chdir(project):
+            session.run(*OUTSIDE_THIS_VENV, *inside, external=True)
+        outside = ["python", str(benchmarks / "outside.py"), "--template", str(ROOT), "--project", str(project)]
+        session.run(*outside, "--rounds", str(rounds), "--json", str(results / "outside.json"), *flags)
+        out = results / "BENCHMARKS.md" if quick else ROOT / "BENCHMARKS.md"
+        report = ["python", str(benchmarks / "report.py"), str(results / "inside.json"), str(results / "outside.json")]
+        session.run(*report, "--out", str(out), *flags)
+        if quick:
+            print(out.read_text())
+        session.log(f"wrote {out}")
 
 
 # What `nox -s examples` runs in each example project (examples/<name>.yml): the overrides of a short training
