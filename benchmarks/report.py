@@ -45,7 +45,7 @@ def render(sections: list[Section], environment: dict[str, str], command: str, q
     lines += [
         f"Made by `{command}` on {datetime.now(UTC):%Y-%m-%d} from template commit {_commit()}. Every figure is a "
         "median over interleaved rounds, with the minimum and maximum in parentheses; a ratio compares contenders "
-        "measured side by side in the same rounds. Regenerate with `nox -s bench` (about 30 minutes on 2 cores).",
+        "measured side by side in the same rounds. Regenerate with `nox -s bench` (about 25 minutes on 2 cores).",
         "",
         "| machine | |",
         "|---|---|",
