@@ -55,6 +55,7 @@ COMMON_FILES = {
     "tests/test_bad_inputs.py",
     "tests/test_batches.py",
     "tests/test_checkpoint.py",
+    "tests/test_checkpoint_io.py",
     "tests/test_config.py",
     "tests/test_datasets.py",
     "tests/test_determinism.py",
