@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tomllib
@@ -56,3 +57,11 @@ def lm_run(run_training: RunTraining, tmp_path_factory: pytest.TempPathFactory) 
     assert done.returncode == 0, done.stderr
     (run_dir,) = (runs_dir / "char-lm").iterdir()
     return run_dir
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A local port with nothing listening: connections to it are refused, as to a wandb host that is down."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

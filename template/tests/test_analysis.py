@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_trackers import unused_port  # noqa: F401  (a fixture)
 
 from conftest import PACKAGE, ROOT
 
@@ -238,7 +237,7 @@ def test_collect_from_wandb_files_alone_gives_the_same_table(runs: Path, tmp_pat
     assert sum("base__" in line for line in done.stdout.splitlines()) == 8
 
 
-def test_collect_from_a_wandb_server_it_cannot_use_is_one_line(tmp_path: Path, unused_port: int) -> None:  # noqa: F811
+def test_collect_from_a_wandb_server_it_cannot_use_is_one_line(tmp_path: Path, unused_port: int) -> None:
     """No key (and no ~/.netrc), then a key for a host that is down: one line each, pointing at --wandb-dir."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
     down = {"WANDB_API_KEY": "0" * 40, "WANDB_BASE_URL": f"http://127.0.0.1:{unused_port}"}

@@ -7,15 +7,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from importlib import import_module
 from pathlib import Path
-
-import pytest
 
 from conftest import PACKAGE, ROOT, RunTraining
 from test_one_writer import wait_for
@@ -120,15 +116,6 @@ def test_each_step_reaches_every_tracker_once_through_a_kill_and_a_requeue(
     summary = json.loads((run_dir / "summary.json").read_text())
     assert json.loads((plain / "summary.json").read_text()) == summary
     assert rows(plain) == rows(run_dir)
-
-
-@pytest.fixture
-def unused_port() -> Iterator[int]:
-    """A local port with nothing listening: connections to it are refused, as to a wandb host that is down."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    yield port
 
 
 def test_trackers_whose_service_fails_stop_nothing_and_no_secret_is_written(

@@ -71,7 +71,8 @@ class CheckpointDir:
         self._wait_for_pruning()  # the space the last save freed is free before this one fills it again
         name = f"step_{step:06d}.pt"
         path = self.folder / name
-        helper, hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256"), list[Future[str]]()
+        helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256")
+        hashing: list[Future[str]] = []
 
         def write(out: IO[bytes]) -> None:
             torch.save({"format": FORMAT, "step": step, **state}, out)

@@ -34,9 +34,13 @@ INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 COMPOSITION_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException)
 
 
-def fail(lines: Iterable[str], code: int = USAGE_ERROR) -> NoReturn:
+def fail(lines: Iterable[str], code: int = USAGE_ERROR, *, at_once: bool = False) -> NoReturn:
+    """Print each line as an error and exit. `at_once` skips the interpreter's exit handlers, for when a library's
+    handler would wait on something that no longer answers (wandb's service, retrying a host that is down)."""
     for line in lines:
-        print(f"error: {line}", file=sys.stderr)
+        print(f"error: {line}", file=sys.stderr, flush=at_once)
+    if at_once:
+        os._exit(code)
     raise SystemExit(code)
 
 
