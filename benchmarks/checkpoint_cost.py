@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 
 import torch
 
@@ -52,7 +53,7 @@ def run(package: str, rounds: int, quick: bool, log: Callable[[str], None]) -> l
     return [section]
 
 
-def _measure(checkpoint, state: dict, folder: Path, rounds: int, log: Callable) -> dict[str, list[float]]:  # noqa: ANN001
+def _measure(checkpoint: ModuleType, state: dict, folder: Path, rounds: int, log: Callable) -> dict[str, list[float]]:
     store = checkpoint.CheckpointDir(folder / "checkpoints", 3)
     plain = folder / "plain.pt"
     steps = iter(range(1, 1_000_000))

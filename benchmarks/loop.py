@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from results import Goal, Section, ratio, spread
 from timing import Stats, interleaved, run_on_a_terminal, time_to_marker
@@ -160,7 +160,7 @@ def _env(folder: Path, lightning: Path | None, marker: Path | None = None) -> di
     return env
 
 
-def _compose(package: str, overrides: list[str]):  # noqa: ANN202
+def _compose(package: str, overrides: list[str]) -> DictConfig:
     from importlib import import_module
 
     import_module(f"{package}.core.naming")  # registers the run name's resolver
