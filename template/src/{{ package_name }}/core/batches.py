@@ -99,6 +99,7 @@ class TrainStream:
         world_size: int = 1,
     ) -> None:
         self.sampler = EpochBatchSampler(len(dataset), batch_size, seed, rank, world_size)  # type: ignore[arg-type]
+        self.dataset, self.num_workers = dataset, num_workers
         self.loader = DataLoader(
             dataset,
             batch_sampler=self.sampler,
@@ -127,7 +128,7 @@ class TrainStream:
         while True:
             if self._batches is None:
                 self.sampler.epoch, self.sampler.start = self.epoch, self.batch
-                self._batches = iter(self.loader)
+                self._batches = iter(self.loader) if self.num_workers else self._fetched_here()
             try:
                 batch = next(self._batches)
             except StopIteration:
@@ -135,6 +136,12 @@ class TrainStream:
                 continue
             self.batch += 1
             return batch
+
+    def _fetched_here(self) -> Iterator[tuple[Tensor, ...]]:
+        """Without workers, the batches the DataLoader would give, fetched directly: its per-batch bookkeeping
+        (a profiler scope, the fetcher, the collate call) was 0.03-0.05 ms of a 1.5 ms step (benchmarks/)."""
+        fetch = self.dataset.__getitems__  # type: ignore[attr-defined]
+        return (fetch(request) for request in self.sampler)
 
 
 def evaluation_batches(dataset: Dataset[tuple[Tensor, ...]], batch_size: int) -> DataLoader[tuple[Tensor, ...]]:
