@@ -77,6 +77,14 @@ def test_the_language_model_passes_the_proof_too(default_project: Path) -> None:
     assert set(rows.values()) == {"identical"}, rows
 
 
+def test_the_proof_passes_in_bf16_with_accumulated_gradients(default_project: Path) -> None:
+    """Two trainer switches at once: bfloat16 autocast, and two micro-batches per step (under torchrun, the
+    first of each window's backward passes skips DDP's gradient sync)."""
+    rows = prove(default_project, "trainer.precision=bf16", "trainer.accumulate_grad_batches=2", expect=0)
+    assert {label[0] for label in rows} == ALL_PROOFS
+    assert set(rows.values()) == {"identical"}, rows
+
+
 RNG_RESTORES = {
     "torch": 'torch.set_rng_state(state["torch"])',  # drawn from by dropout
     "numpy": 'np.random.set_state((numpy["kind"], keys, numpy["pos"], numpy["has_gauss"], numpy["gauss"]))',
@@ -137,7 +145,7 @@ def test_pre_commit_passes_on_the_first_commit_and_catches_secrets_and_conflicts
 
 
 def test_new_user_trains_with_uv_run(default_project: Path) -> None:
-    run(default_project, "uv", "run", "--frozen", "python", "-m", f"{DEFAULT_PACKAGE}.train")
+    run(default_project, "uv", "run", "--frozen", DEFAULT_PACKAGE, "train")  # the console command: python -m's twin
     (run_dir,) = (default_project / "runs" / "dev").iterdir()
     assert {path.name for path in run_dir.iterdir()} >= {"config.yaml", "metrics.jsonl", "summary.json", "checkpoints"}
     assert json.loads((run_dir / "status.json").read_text())["state"] == "finished"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -111,6 +113,54 @@ def test_four_launchers_at_once_submit_each_run_once(pushed: dict[str, Path]) ->
         assert metric_steps(run_dir) == list(range(10, 41, 10))
     again = launch(pushed, "concurrent", "--", *sweep)
     assert set(plan_rows(again.stdout).values()) == {"SKIP"} and "nothing to submit" in again.stdout
+
+
+SEARCH_SPACE = """\
+metric: val/acc
+direction: maximize
+trials: 6
+seed: 0
+overrides: [main_tag=search, trainer.max_steps=40, trainer.eval_every=20, trainer.ckpt_every=10,
+            sched.warmup_steps=2, trainer.progress_bar=false]
+params:
+  optim.lr: {low: 1.0e-4, high: 1.0e-2, log: true}
+"""
+
+
+def completed_trials(database: Path) -> int:
+    if not database.exists():
+        return 0
+    with sqlite3.connect(database) as connection:  # Optuna's own schema: one row per trial, its state as text
+        return connection.execute("SELECT COUNT(*) FROM trials WHERE state = 'COMPLETE'").fetchone()[0]
+
+
+def test_an_optuna_search_killed_after_three_trials_carries_on_to_six(pushed: dict[str, Path]) -> None:
+    """Each trial is a launched run; kill -9 of the search leaves its trial in flight RUNNING in the study, and
+    the same command again waits for that run instead of training it again."""
+    subprocess.run(["uv", "sync", "--frozen", "--extra", "search", "--quiet"], cwd=pushed["project"], check=True)
+    space = pushed["root"] / "space.yaml"  # outside the project: launch needs a clean tree
+    space.write_text(SEARCH_SPACE)
+    env = environment(pushed, "searched")
+    command = ["uv", "run", "--frozen", "--no-sync", DEFAULT_PACKAGE, "search", str(space), "--poll-s", "0.5"]
+    first = subprocess.Popen(command, cwd=pushed["project"], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    database = pushed["root"] / "searched" / "search" / "optuna.db"
+    wait_until(lambda: completed_trials(database) >= 3 or first.poll() is not None, "three completed trials")
+    os.killpg(first.pid, signal.SIGKILL)  # the search only: each run's job has a session of its own
+    output = first.communicate()[0]
+    assert first.returncode == -signal.SIGKILL, output
+    again = subprocess.run(command, cwd=pushed["project"], env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, output + again.stdout + again.stderr
+    assert completed_trials(database) == 6
+    with sqlite3.connect(database) as connection:
+        states = dict(connection.execute("SELECT state, COUNT(*) FROM trials GROUP BY state").fetchall())
+    assert states == {"COMPLETE": 6}, states  # and no trial asked twice, left running or failed
+    run_dirs = [path for path in (pushed["root"] / "searched" / "search").iterdir() if path.is_dir()]
+    assert len(run_dirs) == 6
+    for run_dir in run_dirs:
+        assert json.loads((run_dir / "launch.json").read_text())["launches"] == 1  # no trial run twice
+        assert state(run_dir) == "finished" and metric_steps(run_dir) == list(range(10, 41, 10))
+    assert re.search(r"^best: trial \d+, val/acc=", again.stdout, re.MULTILINE), again.stdout
 
 
 @pytest.fixture(scope="module")

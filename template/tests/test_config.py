@@ -72,6 +72,9 @@ def test_every_experiment_is_sound(experiment: str) -> None:
         (["experiment=char_transformer", "data.batch_size=99999"], "data.batch_size=99999 is larger than the "),
         (["experiment=char_transformer", "data.context_length=0"], "data.context_length=0 must be >= 1"),
         (["data.noise_std=-1"], "data.noise_std=-1.0 must be >= 0"),
+        (["trainer.precision=16"], "trainer.precision=16 is not a precision: pass 32, bf16 or fp16"),
+        (["trainer.precision=fp16"], "trainer.precision=fp16 needs a CUDA device"),
+        (["trainer.accumulate_grad_batches=0"], "trainer.accumulate_grad_batches=0 must be >= 1"),
     ],
 )
 def test_each_mistake_is_named_in_one_line(overrides: list[str], expected: str) -> None:

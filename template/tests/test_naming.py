@@ -41,6 +41,18 @@ def test_infrastructure_does_not_rename_a_run() -> None:
     assert name("trainer.num_workers=2", "trainer.progress_bar=false") == name()
 
 
+def test_trainer_switches_name_a_run_only_when_they_change_what_it_computes() -> None:
+    """At their defaults the switches are left out of the identity, so runs named before they existed keep their
+    names (and resume) after an update; switched on, they are named and hashed like any setting."""
+    defaults = ("trainer.precision=32", "trainer.accumulate_grad_batches=1", "trainer.compile=false")
+    assert name(*defaults) == name()
+    config = import_module(f"{PACKAGE}.core.config")
+    assert not {"precision", "accumulate_grad_batches", "compile"} & set(config.identity(composed())["trainer"])
+    assert re.fullmatch(r"base__precisionbf16__[0-9a-f]{8}", name("trainer.precision=bf16"))
+    assert re.fullmatch(r"base__accumulate_grad_batches2__[0-9a-f]{8}", name("trainer.accumulate_grad_batches=2"))
+    assert re.fullmatch(r"base__compiletrue__[0-9a-f]{8}", name("trainer.compile=true"))
+
+
 def test_a_sweep_of_200_configs_gets_200_names() -> None:
     """Named as the launcher names them: one composition per defaults list, the same names as training gives
     (test_launch.py compares the two), in seconds instead of 40."""

@@ -1,4 +1,5 @@
-"""Resuming is exact, checked in-process in seconds: 60 steps equal 30 steps, a checkpoint, and 30 more.
+"""Resuming is exact, checked in-process in seconds: 60 steps equal 30 steps, a checkpoint, and 30 more, in float32
+and with bfloat16 autocast over accumulated micro-batches.
 
 Every tensor is compared with torch.equal: the weights, the optimizer's moments, the scheduler, every loss and
 the random generators. Dropout and the noisy batches draw from the generators, and 30 steps stop in the middle
@@ -12,6 +13,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 from torch import nn
 
@@ -20,6 +22,7 @@ from conftest import PACKAGE
 checkpoint = import_module(f"{PACKAGE}.core.checkpoint")
 determinism = import_module(f"{PACKAGE}.core.determinism")
 hashing = import_module(f"{PACKAGE}.core.hashing")
+precision = import_module(f"{PACKAGE}.core.precision")
 batches = import_module(f"{PACKAGE}.core.batches")
 train = import_module(f"{PACKAGE}.train")
 digits = import_module(f"{PACKAGE}.research.datasets.digits")
@@ -34,8 +37,9 @@ ORIGIN = checkpoint.Origin("c" * 64, "a" * 40, "l" * 64)
 class Parts:
     """One run's components, built as the loop builds them."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, window: int = 1, mixed: str = "32") -> None:
         determinism.seed_everything(0)
+        self.window, self.precision = window, precision.Precision(mixed, CPU)
         data = digits.Digits(data_dir, 64, 512, 0.2, 0, 0.05, 1797, 64, 10)
         self.model = mlp.MLP(64, 10, [32], dropout=0.1)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-3)
@@ -46,13 +50,16 @@ class Parts:
     def steps(self, count: int) -> list[torch.Tensor]:
         losses = []
         for _ in range(count):
-            losses.append(train.train_step(self.model, self.objective, self.optimizer, next(self.stream), 1.0))
+            batches = (next(self.stream) for _ in range(self.window))
+            args = (self.model, self.objective, self.optimizer, batches, self.window, self.precision, 1.0)
+            losses.append(train.train_step(*args))
             self.scheduler.step()
         return losses
 
     def state(self) -> dict[str, Any]:
         rng = [determinism.capture_rng_state(CPU)]
-        return checkpoint.snapshot(self.model, self.optimizer, self.scheduler, self.stream, rng, ORIGIN)
+        parts = (self.model, self.optimizer, self.scheduler, self.precision, self.stream)
+        return checkpoint.snapshot(*parts, rng, ORIGIN)
 
 
 def assert_same(left: Any, right: Any, where: str = "") -> None:
@@ -71,19 +78,24 @@ def assert_same(left: Any, right: Any, where: str = "") -> None:
         assert left == right, f"{where}: {left!r} != {right!r}"
 
 
-def test_sixty_steps_equal_thirty_then_a_resume_then_thirty(data_dir: Path, tmp_path: Path) -> None:
-    straight = Parts(data_dir)
+@pytest.mark.parametrize(("window", "mixed"), [(1, "32"), (2, "bf16")])
+def test_sixty_steps_equal_thirty_then_a_resume_then_thirty(
+    data_dir: Path, tmp_path: Path, window: int, mixed: str
+) -> None:
+    straight = Parts(data_dir, window, mixed)
     straight_losses = straight.steps(60)
 
-    first = Parts(data_dir)
-    first_losses = first.steps(30)  # 22 batches per epoch: this stops in the middle of the second epoch
+    first = Parts(data_dir, window, mixed)
+    first_losses = first.steps(30)  # 22 batches per epoch: this stops in the middle of an epoch
     saved = checkpoint.CheckpointDir(tmp_path / "checkpoints", keep_last=1)
     saved.save(first.state(), 30)
 
     determinism.seed_everything(123)  # a new process would start from other generator states
-    resumed = Parts(data_dir)
+    resumed = Parts(data_dir, window, mixed)
     state = saved.load_latest()
-    assert checkpoint.restore(state, resumed.model, resumed.optimizer, resumed.scheduler, resumed.stream, 0, CPU) == 30
+    parts = (resumed.model, resumed.optimizer, resumed.scheduler, resumed.precision, resumed.stream)
+    assert checkpoint.restore(state, *parts, 0, CPU) == 30
+    assert state["data"] == {"epoch": 30 * window // 22, "batch": 30 * window % 22}  # a window's every batch
     resumed_losses = resumed.steps(30)
 
     assert_same(first_losses + resumed_losses, straight_losses, "losses")

@@ -1,8 +1,9 @@
-"""The project's console command (named after the package). Training itself is `python -m <package>.train`."""
+"""The project's console command (named after the package): `<package> train` is `python -m <package>.train`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from importlib.metadata import version
 from pathlib import Path
 
@@ -14,10 +15,13 @@ PACKAGE = __package__ or __name__.rpartition(".")[0]
 DESCRIPTION = f"""\
 Experiments run from one config-driven training loop.
 
-train:            python -m {PACKAGE}.train [overrides]   e.g. optim.lr=1e-3 experiment=wide_mlp
-another task:     python -m {PACKAGE}.train experiment=char_transformer
-see the config:   python -m {PACKAGE}.train --cfg job
+train:            {PACKAGE} train [overrides]   e.g. optim.lr=1e-3 experiment=wide_mlp
+                  (the same as: python -m {PACKAGE}.train [overrides])
+another task:     {PACKAGE} train experiment=char_transformer
+see the config:   {PACKAGE} train --cfg job
+evaluate a run:   {PACKAGE} eval RUN_DIR [--split val|test] [--checkpoint latest|best]   (writes eval.json)
 prove the bits:   nox -s reproducibility   (or: python -m {PACKAGE}.proof)
+search:           {PACKAGE} search configs/search/digits.yaml [--parallel N]   (Optuna; run again to carry on)
 launch a sweep:   {PACKAGE} launch [--backend local|slurm] [--dry-run] -- optim.lr=1e-3,3e-3 seed=0,1
 see the runs:     {PACKAGE} status [--tag MAIN_TAG]
 compare runs:     {PACKAGE} collect --tag MAIN_TAG [--out runs.csv]   (--from mlflow: from the tracker alone)
@@ -33,6 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version(PACKAGE)}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    training = commands.add_parser(
+        "train",
+        help=f"train one run (or a sweep with -m): the same as python -m {PACKAGE}.train",
+        description=f"Train with the Hydra config tree under configs/, exactly as `python -m {PACKAGE}.train` does: "
+        "every argument goes to Hydra (overrides, -m for a sweep, --cfg job to print the config).",
+    )
+    training.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. optim.lr=1e-3 trainer.precision=bf16")
     again = commands.add_parser(
         "reproduce",
         help="run a past run again from its commit, lock and config, and compare the bits",
@@ -41,6 +52,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("run_dir", type=Path, help="the run's folder, runs/<main_tag>/<run_name>")
     again.add_argument("--steps", type=int, default=None, help="re-run and compare only the first N steps")
+    evaluation = commands.add_parser(
+        "eval",
+        help="evaluate a run's latest or best checkpoint on its validation or test split; writes eval.json",
+        description="Load a run's checkpoint with the run's saved config (data, model, objective, device, threads, "
+        "precision), evaluate it on a split, print the metrics and record them in RUN_DIR/eval.json. The same "
+        "checkpoint gives the same numbers every time; a finished run's latest gives its final evaluation's.",
+    )
+    evaluation.add_argument("run_dir", type=Path, help="the run's folder, runs/<main_tag>/<run_name>")
+    evaluation.add_argument("--split", choices=("val", "test"), default="val", help="default: val")
+    evaluation.add_argument(
+        "--checkpoint",
+        choices=("latest", "best"),
+        default="latest",
+        help="latest, or best by trainer.best_metric (default: latest)",
+    )
     text = commands.add_parser(
         "sample",
         help="print text generated from a language-model run's latest checkpoint",
@@ -77,6 +103,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="start failed and finished runs over (old folders kept, renamed)"
     )
     launch.add_argument("overrides", nargs="*", help="overrides and sweeps, e.g. experiment=wide_mlp seed=0,1,2")
+    study = commands.add_parser(
+        "search",
+        help="an Optuna hyperparameter search, each trial an ordinary run launched as `launch` launches it",
+        description="Run an Optuna study over the search space in SPACE (e.g. configs/search/digits.yaml): each "
+        "trial's parameters become overrides of a run submitted through `launch`; finished runs' metrics are "
+        "told to the study, kept in <runs folder>/<main_tag>/optuna.db. Run the same command again to carry on "
+        "after a stop. Needs `uv sync --extra search`.",
+    )
+    study.add_argument("space", type=Path, help="the search space, e.g. configs/search/digits.yaml")
+    study.add_argument("--study", help="the study's name (default: the space file's name)")
+    study.add_argument("--backend", choices=("local", "slurm"), default="local", help="where runs go (default: local)")
+    study.add_argument("--parallel", type=int, default=1, metavar="N", help="trials running at once (default: 1)")
+    study.add_argument("--poll-s", type=float, default=10.0, help="seconds between looks at the runs (default: 10)")
     status = commands.add_parser(
         "status",
         help="one row per run: state, step, last evaluation, last update; then counts per state",
@@ -102,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train"]:  # before argparse, which would take Hydra's own options (--cfg, -m) for ours
+        train(argv[1:])
+        return
     parser = build_parser()
     args = parser.parse_args(argv)
     if analysis.run(args, Path(__file__).resolve().parents[2]):
@@ -112,6 +155,12 @@ def main(argv: list[str] | None = None) -> None:
         from .proof.reproduce import reproduce  # loads Hydra only for this command
 
         reproduce(args.run_dir, args.steps)
+    elif args.command == "eval":
+        from .core.evaluation import evaluate_run  # loads torch only for this command
+
+        result = evaluate_run(args.run_dir, args.split, args.checkpoint)
+        shown = "  ".join(f"{key}={value:.6g}" for key, value in result["metrics"].items())
+        print(f"{args.run_dir.name} {result['checkpoint']} (step {result['step']}), {args.split}: {shown}")
     elif args.command == "sample":
         mistakes = [
             *([f"--chars must be at least 1, not {args.chars}"] if args.chars < 1 else []),
@@ -129,6 +178,16 @@ def main(argv: list[str] | None = None) -> None:
         from .launch.command import launch  # loads Hydra only for this command
 
         launch(args.overrides, args.backend, args.dry_run, args.max_concurrent, args.retry_failed, args.force)
+    elif args.command == "search":
+        if args.parallel < 1 or args.poll_s <= 0:
+            fail([f"--parallel must be >= 1 and --poll-s > 0, not {args.parallel} and {args.poll_s}"])
+        try:
+            from .launch.search import search
+        except ModuleNotFoundError as error:
+            if error.name != "optuna":
+                raise
+            fail(["the search needs Optuna, which is not installed: run `uv sync --extra search`"])
+        search(args.space, args.study, args.backend, args.parallel, args.poll_s)
     elif args.command == "status":
         from .launch import status
 
@@ -143,3 +202,14 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(lines))
     else:
         parser.print_help()
+
+
+def train(arguments: list[str]) -> None:
+    """Run the training entry point as `python -m <package>.train` runs it, with `arguments` as its command line."""
+    from . import train as loop  # loads torch only for this command
+    from .core import preemption
+    from .proof import faults
+
+    sys.argv = [f"{PACKAGE} train", *arguments]  # Hydra reads its command line from sys.argv
+    preemption.install_handlers()
+    faults.run_then_exit(loop.cli)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
 import hydra
@@ -36,14 +37,18 @@ from .core import (
     provenance,
 )
 from .core.batches import TrainStream, evaluation_batches
+from .core.best import BestTracker
 from .core.checkpoint import CheckpointDir, CheckpointUnreadable, Origin, restore, resume_problems, snapshot
 from .core.checks import check
+from .core.compiling import compiled
 from .core.config import CONFIG_DIR, PROJECT_ROOT, identity
 from .core.determinism import capture_rng_state, make_deterministic, seed_everything
 from .core.divergence import DivergenceWatch
 from .core.errors import INTERRUPTED, fail, one_line_config_errors
+from .core.evaluation import Batch, evaluate
 from .core.files import write_json, write_text
 from .core.hashing import config_sha256, params_sha256, rng_sha256
+from .core.precision import Precision
 from .core.run_folder import RunFolder
 from .core.sweep import check_sweep
 from .proof import faults
@@ -51,7 +56,6 @@ from .research.objectives import Objective
 from .tracking import Tracking
 
 log = logging.getLogger(__name__)
-Batch = tuple[torch.Tensor, ...]
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
@@ -91,6 +95,7 @@ def train(
     model = instantiate(cfg.model, _convert_="all").to(device)
     optimizer = instantiate(cfg.optim, _convert_="all")(model.parameters())
     scheduler = instantiate(cfg.sched, _convert_="all")(optimizer)
+    precision = Precision(trainer.precision, device)
     stream = TrainStream(data.train, data.batch_size, cfg.seed, trainer.num_workers, context.rank, context.world_size)
     val_batches = evaluation_batches(data.val, data.eval_batch_size)
 
@@ -105,8 +110,9 @@ def train(
             fail([f"{error}: resume with the code and lock that wrote it (see its run's config and provenance)"])
         if problems := resume_problems(state, origin, context.world_size, trainer.allow_code_change):
             fail(problems)
-        step = restore(state, model, optimizer, scheduler, stream, context.rank, device)
+        step = restore(state, model, optimizer, scheduler, precision, stream, context.rank, device)
         log.info("resumed from the checkpoint at step %d", step)
+    best = BestTracker(checkpoints.folder, trainer.best_metric or objective.main_metric, trainer.best_mode, step)
     if context.is_main:
         write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
         provenance.write(run_dir, PROJECT_ROOT, found)
@@ -115,15 +121,18 @@ def train(
     tracking = Tracking.from_config(cfg, run_dir, step, run.note_tracker_off) if context.is_main else Tracking({})
     tracking.record(found)
     run.record("running", step)
-    ddp_model = DistributedDataParallel(model) if context.enabled else model
+    trained = DistributedDataParallel(model) if context.enabled else model
+    trained = compiled(trained, device) if trainer.compile else trained  # checkpoints keep `model`'s weights
     divergence = DivergenceWatch(trainer.log_every, device, context)
 
-    def save() -> None:
+    def save(is_best: bool = False) -> None:
         divergence.check()  # a diverged state never reaches a checkpoint
         tracking.flush()  # the lines up to a checkpoint reach the disk before the checkpoint does
         rng = distributed.gather(context, capture_rng_state(device))
         if context.is_main:
-            checkpoints.save(snapshot(model, optimizer, scheduler, stream, rng, origin), step)
+            saved = checkpoints.save(snapshot(model, optimizer, scheduler, precision, stream, rng, origin), step)
+            if is_best:
+                best.record(saved.name, step)
         tracking.publish(step)  # only now may the steps up to it leave the process (wandb, MLflow)
         distributed.barrier(context)
         run.record("running", step)  # the step a new attempt would resume from, and a sign of life
@@ -131,30 +140,33 @@ def train(
     # Settings read once: the step below does no config lookups.
     max_steps, log_every, eval_every = trainer.max_steps, trainer.log_every, trainer.eval_every
     ckpt_every, stop_at, clip = trainer.ckpt_every, trainer.stop_at_step, trainer.grad_clip_norm
+    window = trainer.accumulate_grad_batches
     progress = tqdm(total=max_steps, initial=step, disable=None if trainer.progress_bar and context.is_main else True)
     evaluation: dict[str, float] = {}
     while step < max_steps:
         step += 1
-        batch = tuple(tensor.to(device, non_blocking=True) for tensor in next(stream))
-        loss = train_step(ddp_model, objective, optimizer, batch, clip)
+        batches = (tuple(tensor.to(device, non_blocking=True) for tensor in next(stream)) for _ in range(window))
+        loss = train_step(trained, objective, optimizer, batches, window, precision, clip)
         scheduler.step()
         divergence.record(step, loss)
         progress.update()
 
         metrics: dict[str, float] = {}
+        is_best = False
         if step % log_every == 0 or step == max_steps:
             divergence.check()
             metrics |= {"train/loss": distributed.mean(context, loss).item(), "lr": scheduler.get_last_lr()[0]}
         if step % eval_every == 0 or step == max_steps:
-            evaluation = evaluate(model, objective, val_batches, device)
+            evaluation = evaluate(model, objective, val_batches, device, precision)
             metrics |= evaluation
+            is_best = best.improved_by(evaluation)  # then saved at this step, and kept past keep_last
             log.info("step %d/%d  %s", step, max_steps, "  ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
         if metrics:
             tracking.log(step, metrics)
 
         faults.step_end(step)
         if distributed.any_rank(context, preemption.stop_requested(), device) or step == stop_at:
-            save()
+            save(is_best)
             state, code = preemption.outcome()
             why = preemption.received_signal() or f"trainer.stop_at_step={stop_at}"
             log.info("stopped at step %d by %s: checkpoint saved, exiting with code %d (start again to resume)", step,
@@ -163,12 +175,13 @@ def train(
             tracking.close(state)
             distributed.stop(context)
             raise SystemExit(code)
-        if step % ckpt_every == 0 or step == max_steps:
-            save()
+        if step % ckpt_every == 0 or step == max_steps or is_best:
+            save(is_best)
     progress.close()
     tracking.close("finished")
 
-    evaluation = evaluation or evaluate(model, objective, val_batches, device)  # when resumed at the very end
+    # Evaluated already unless the run resumed at its very end.
+    evaluation = evaluation or evaluate(model, objective, val_batches, device, precision)
     rng = distributed.gather(context, capture_rng_state(device))  # what the run's next draws would give
     if context.is_main:
         summary = {
@@ -186,30 +199,30 @@ def train(
 
 
 def train_step(
-    model: nn.Module, objective: Objective, optimizer: torch.optim.Optimizer, batch: Batch, clip: float | None
+    model: nn.Module,
+    objective: Objective,
+    optimizer: torch.optim.Optimizer,
+    batches: Iterator[Batch],
+    window: int,
+    precision: Precision,
+    clip: float | None,
 ) -> torch.Tensor:
-    """One optimisation step; returns the loss as a tensor, so that reading it never forces a device sync."""
+    """One optimisation step over `window` micro-batches (gradient accumulation: a step is a whole window, so
+    every checkpoint falls between windows). Returns the mean loss as a tensor: reading it never forces a sync."""
     model.train()
-    loss = objective.loss(model, batch)
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    if clip is not None:
-        nn.utils.clip_grad_norm_(model.parameters(), clip)
-    optimizer.step()
-    return loss.detach()
-
-
-@torch.no_grad()
-def evaluate(
-    model: nn.Module, objective: Objective, batches: Iterable[Batch], device: torch.device
-) -> dict[str, float]:
-    """The objective's metrics over the whole validation set, from sums added up on the device (one sync)."""
-    model.eval()
-    totals: dict[str, torch.Tensor] = {}
-    for batch in batches:
-        sums = objective.evaluation_sums(model, tuple(tensor.to(device) for tensor in batch))
-        totals = {key: totals[key] + value if key in totals else value for key, value in sums.items()}
-    return objective.metrics({key: value.item() for key, value in totals.items()})
+    losses = []
+    for index, batch in enumerate(batches):
+        # Under DDP, gradients are averaged across processes once per window, at its last backward pass.
+        syncing = nullcontext() if index == window - 1 or not hasattr(model, "no_sync") else model.no_sync()
+        with syncing:
+            with precision.autocast():
+                loss = objective.loss(model, batch)
+            loss = loss / window if window > 1 else loss  # 1: the very same operations as without accumulation
+            precision.backward(loss)
+        losses.append(loss.detach())
+    precision.step(optimizer, model.parameters(), clip)
+    return losses[0] if window == 1 else torch.stack(losses).sum()
 
 
 def cli() -> None:

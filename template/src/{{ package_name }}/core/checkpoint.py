@@ -5,6 +5,7 @@ Layout of `<run folder>/checkpoints/`:
     step_000300.pt     a dict loadable with torch.load(weights_only=True); the model is under "model"
     manifest.json      {"step_000300.pt": "<sha256>", ...}: a file missing from it was never completed
     latest             the name of the newest complete checkpoint, written last
+    best.json          which checkpoint scored best on trainer.best_metric (core/best.py); kept past keep_last
 
 A save writes the checkpoint, then the manifest, then `latest`, each atomically, so a crash at any moment
 leaves the previous checkpoint usable. On load, a checkpoint whose checksum fails is reported and skipped,
@@ -39,8 +40,10 @@ from torch.optim.lr_scheduler import LRScheduler
 
 from ..proof import faults
 from .batches import TrainStream
+from .best import read as read_best
 from .determinism import restore_rng_state
 from .files import delete_later, remove_stale_temporaries, sha256_descriptor, write_atomic, write_json, write_text
+from .precision import Precision
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +102,10 @@ class CheckpointDir:
         write_json(self.folder / "manifest.json", manifest, sync_folder=False)
         write_text(self.folder / "latest", name)
         # Only now that `latest` names the new file may others go: the oldest, and any left from steps after
-        # this one by an attempt that was later rolled back to an earlier checkpoint.
+        # this one by an attempt that was later rolled back to an earlier checkpoint. The best one stays.
         kept = sorted((n for n in manifest if _step(n) <= step), key=_step)[-self.keep_last :]
+        if (best := read_best(self.folder)) and best["checkpoint"] in manifest and _step(best["checkpoint"]) <= step:
+            kept = sorted({*kept, best["checkpoint"]}, key=_step)
         write_json(self.folder / "manifest.json", {key: manifest[key] for key in kept})
         self._rebuilt = None
         self._pruning = delete_later([self.folder / old for old in set(manifest) - set(kept)])
@@ -122,6 +127,17 @@ class CheckpointDir:
             return torch.load(self.folder / name, map_location="cpu", weights_only=True)
         except Exception as error:
             raise CheckpointUnreadable(f"{self.folder / name} is intact but does not load: {error}") from error
+
+    def find_best(self) -> str | None:
+        """The name of the best checkpoint (core/best.py), if it is recorded and passes its checksum."""
+        best = read_best(self.folder)
+        if best is None:
+            return None
+        name = best["checkpoint"]
+        if (problem := _problem(self.folder / name, self._manifest().get(name))) is not None:
+            log.warning("the best checkpoint %s %s", self.folder / name, problem)
+            return None
+        return name
 
     def load_latest(self) -> dict[str, Any] | None:
         name = self.find_latest()
@@ -184,13 +200,20 @@ class Origin:
 
 
 def snapshot(
-    model: nn.Module, optimizer: Optimizer, scheduler: LRScheduler, stream: TrainStream, rng: list[Any], origin: Origin
+    model: nn.Module,
+    optimizer: Optimizer,
+    scheduler: LRScheduler,
+    precision: Precision,
+    stream: TrainStream,
+    rng: list[Any],
+    origin: Origin,
 ) -> dict[str, Any]:
     """Everything a step depends on, and where it came from. `rng` holds one RNG state per process, in rank order."""
     return {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
+        "scaler": precision.state_dict(),  # fp16's gradient scale; empty otherwise
         "data": stream.position,
         "rng": rng,
         "origin": origin.as_dict(),
@@ -225,6 +248,7 @@ def restore(
     model: nn.Module,
     optimizer: Optimizer,
     scheduler: LRScheduler,
+    precision: Precision,
     stream: TrainStream,
     rank: int,
     device: torch.device,
@@ -233,6 +257,7 @@ def restore(
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
+    precision.load_state_dict(state.get("scaler"))  # checkpoints from before precision existed hold none
     stream.seek(**state["data"])
     restore_rng_state(state["rng"][rank], device)
     return state["step"]

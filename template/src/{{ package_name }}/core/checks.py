@@ -33,7 +33,8 @@ def problems(cfg: DictConfig, on_this_machine: bool = True) -> list[str]:
         settings[group], own[group] = _settings(group, cfg[group])
         found += _target_problems(group, cfg[group]) + own[group]
     trainer = cfg.trainer
-    for key in ("max_steps", "eval_every", "log_every", "num_threads", "ckpt_every", "keep_last"):
+    counts = ("max_steps", "eval_every", "log_every", "num_threads", "ckpt_every", "keep_last")
+    for key in (*counts, "accumulate_grad_batches"):
         if trainer[key] < 1:
             found.append(f"trainer.{key}={trainer[key]} must be >= 1")
     if trainer.num_workers < 0:
@@ -55,7 +56,10 @@ def problems(cfg: DictConfig, on_this_machine: bool = True) -> list[str]:
     found += _batch_problems(cfg.data.batch_size, train_samples() if sized else None)
     found += _tag_problems(cfg.main_tag, list(cfg.tags))
     found += _path_problems(cfg)
-    found += _device_problems(trainer.device, on_this_machine)
+    found += device_problems(trainer.device, on_this_machine)
+    found += _precision_problems(trainer.precision, trainer.device)
+    if trainer.best_mode not in ("auto", "min", "max"):
+        found.append(f"trainer.best_mode={trainer.best_mode} is not a mode: pass auto, min or max")
     found += _logger_problems(cfg.logger)
     return _unknown_keys(cfg) + found
 
@@ -151,7 +155,7 @@ def _logger_problems(logger: DictConfig) -> list[str]:
     return found
 
 
-def _device_problems(device: str, on_this_machine: bool) -> list[str]:
+def device_problems(device: str, on_this_machine: bool) -> list[str]:
     if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", device):
         return [f"trainer.device={device} is not a device: pass cpu, cuda, cuda:N or mps"]
     if device.startswith("cuda") and on_this_machine:
@@ -159,6 +163,17 @@ def _device_problems(device: str, on_this_machine: bool) -> list[str]:
 
         if not torch.cuda.is_available():
             return [f"trainer.device={device} but no CUDA device is visible: pass trainer.device=cpu"]
+    return []
+
+
+def _precision_problems(precision: str, device: str) -> list[str]:
+    if precision not in ("32", "bf16", "fp16"):
+        return [f"trainer.precision={precision} is not a precision: pass 32, bf16 or fp16"]
+    if precision == "fp16" and not device.startswith("cuda"):
+        return [
+            f"trainer.precision=fp16 needs a CUDA device (its gradient scaler is for GPUs), not {device}: pass "
+            "trainer.precision=bf16 on this device"
+        ]
     return []
 
 

@@ -42,7 +42,18 @@ NON_IDENTITY_KEYS = (
     "trainer.keep_last",
     "trainer.stop_at_step",
     "trainer.allow_code_change",
+    "trainer.best_metric",
+    "trainer.best_mode",
 )
+
+# Settings added after runs existed, left out of a run's identity while they hold the value that computes what
+# runs computed before them: a run started before they existed keeps its name and resumes after an update.
+NEUTRAL_DEFAULTS: dict[str, Any] = {
+    "trainer.precision": "32",
+    "trainer.accumulate_grad_batches": 1,
+    "trainer.compile": False,
+    "data.test_fraction": 0.0,
+}
 
 
 # --- Infrastructure, logging and paths -----------------------------------------------------------------------
@@ -60,6 +71,11 @@ class TrainerConfig:
     keep_last: int = 3
     stop_at_step: int | None = None
     allow_code_change: bool = False
+    precision: str = "32"  # 32, bf16 (autocast, CPU or GPU) or fp16 (autocast and a gradient scaler, CUDA only)
+    accumulate_grad_batches: int = 1  # micro-batches of data.batch_size per optimizer step
+    compile: bool = False  # torch.compile the model for training, where this machine can
+    best_metric: str | None = None  # the evaluation metric that picks the best checkpoint; None: the objective's
+    best_mode: str = "auto"  # min, max, or auto: min for a loss-like name (core/best.py), max otherwise
 
 
 @dataclass
@@ -145,6 +161,10 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
     for dotted in (k for k in NON_IDENTITY_KEYS if "." in k):
         parent, _, leaf = dotted.rpartition(".")
         settings.get(parent, {}).pop(leaf, None)
+    for dotted, neutral in NEUTRAL_DEFAULTS.items():
+        parent, _, leaf = dotted.rpartition(".")
+        if leaf in settings.get(parent, {}) and settings[parent][leaf] == neutral:
+            del settings[parent][leaf]
     return settings
 
 

@@ -71,6 +71,7 @@ class DigitsConfig:
     batch_size: int = 64
     eval_batch_size: int = 512
     val_fraction: float = 0.2
+    test_fraction: float = 0.0  # > 0: a held-out test split, taken from the training samples
     split_seed: int = 0
     noise_std: float = 0.05
     # Facts about the dataset, known before loading it so that the checks can test the batch size early.
@@ -79,12 +80,21 @@ class DigitsConfig:
     num_classes: int = 10
 
     def train_samples(self) -> int:
-        return self.num_samples - round(self.num_samples * self.val_fraction)
+        return (
+            self.num_samples
+            - round(self.num_samples * self.val_fraction)
+            - round(self.num_samples * self.test_fraction)
+        )
 
     def problems(self) -> list[str]:
         found = []
         if not 0 < self.val_fraction < 1:
             found.append(f"data.val_fraction={self.val_fraction} must be between 0 and 1, e.g. data.val_fraction=0.2")
+        if not 0 <= self.test_fraction < 1 - self.val_fraction:
+            found.append(
+                f"data.test_fraction={self.test_fraction} must be >= 0 and leave training samples beside "
+                f"data.val_fraction={self.val_fraction}, e.g. data.test_fraction=0.1"
+            )
         if self.noise_std < 0:
             found.append(f"data.noise_std={self.noise_std} must be >= 0 (0 turns the noise off)")
         return found

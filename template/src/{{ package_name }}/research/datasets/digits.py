@@ -13,7 +13,8 @@ from ...core.files import write_atomic
 
 
 class Digits:
-    """Images as 64 grey levels in [0, 1], labels 0-9; a fixed validation split that depends on `split_seed` only.
+    """Images as 64 grey levels in [0, 1], labels 0-9; fixed validation and (optional) test splits that depend on
+    `split_seed` only. With `test_fraction=0` there is no test split, and the others are as they were before it.
 
     The arrays are cached as `digits.npz` under `root` on first use, so later runs skip importing
     scikit-learn (about 4 s).
@@ -30,16 +31,18 @@ class Digits:
         num_samples: int,
         num_features: int,
         num_classes: int,
+        test_fraction: float = 0.0,
     ) -> None:
         inputs, labels = _cached_digits(Path(root) / "digits.npz")
         if inputs.shape != (num_samples, num_features) or int(labels.max()) + 1 != num_classes:
             raise ValueError(f"digits data has shape {tuple(inputs.shape)}, not ({num_samples}, {num_features})")
         order = torch.randperm(num_samples, generator=torch.Generator().manual_seed(split_seed))
-        num_val = round(num_samples * val_fraction)
-        val, train = order[:num_val], order[num_val:]
+        num_val, num_test = round(num_samples * val_fraction), round(num_samples * test_fraction)
+        val, test, train = order[:num_val], order[num_val : num_val + num_test], order[num_val + num_test :]
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.train = NoisyImages(inputs[train], labels[train], noise_std)
         self.val = ArrayDataset(inputs[val], labels[val])
+        self.test = ArrayDataset(inputs[test], labels[test]) if num_test else None  # for `<package> eval --split test`
 
 
 class NoisyImages(ArrayDataset):

@@ -1,0 +1,92 @@
+"""Evaluation: the objective's metrics over a whole split, as the loop reports them and `<package> eval` repeats."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+from torch import nn
+
+from . import checks
+from .batches import evaluation_batches
+from .checkpoint import CheckpointDir, CheckpointUnreadable
+from .config import project_path
+from .determinism import make_deterministic
+from .errors import fail
+from .files import write_json
+from .hashing import params_sha256
+from .precision import Precision
+
+if TYPE_CHECKING:
+    from ..research.objectives import Objective
+
+Batch = tuple[torch.Tensor, ...]
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module, objective: Objective, batches: Iterable[Batch], device: torch.device, precision: Precision
+) -> dict[str, float]:
+    """The objective's metrics over every batch, from sums added up on the device (one sync), with the forward
+    passes in the run's precision."""
+    model.eval()
+    totals: dict[str, torch.Tensor] = {}
+    for batch in batches:
+        with precision.autocast():
+            sums = objective.evaluation_sums(model, tuple(tensor.to(device) for tensor in batch))
+        totals = {key: totals[key] + value if key in totals else value for key, value in sums.items()}
+    return objective.metrics({key: value.item() for key, value in totals.items()})
+
+
+def evaluate_run(run_dir: Path, split: str, which: str) -> dict[str, Any]:
+    """`<package> eval`: evaluate a run's latest or best checkpoint on its validation or test split, with the
+    run's saved config (its data, model, objective, device, threads and precision), and record the result in
+    `RUN_DIR/eval.json` under `<split>:<which>`. The same checkpoint gives the same numbers every time, and the
+    latest checkpoint of a finished run gives those of its final evaluation (summary.json)."""
+    if not (run_dir / "config.yaml").is_file():
+        fail([f"{run_dir} has no config.yaml: pass the folder of a run (runs/<main_tag>/<run_name>)"])
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    trainer = cfg.trainer
+    checkpoints = CheckpointDir(run_dir / "checkpoints", trainer.keep_last)
+    name = checkpoints.find_latest() if which == "latest" else checkpoints.find_best()
+    if name is None:
+        fail([f"{run_dir} has no {which} checkpoint" + (
+            ": train it first (checkpoints every trainer.ckpt_every steps)" if which == "latest"
+            else " (recorded from its evaluations once it has been evaluated): use --checkpoint latest")])  # fmt: skip
+    if problems := checks.device_problems(trainer.device, on_this_machine=True):
+        fail([f"{problems[0]} (the run was trained on {trainer.device})"])
+    try:
+        state = checkpoints.load(name)
+    except CheckpointUnreadable as error:
+        fail([f"{error}: evaluate with the code and lock that wrote it (see the run's provenance.json)"])
+    device = make_deterministic(trainer.num_threads, trainer.device)
+    data_dir = (
+        cfg.paths.data_dir if Path(cfg.paths.data_dir).is_dir() else project_path(os.environ.get("DATA_DIR", "data"))
+    )
+    data = instantiate(cfg.data, root=data_dir, _convert_="all")
+    dataset = data.val if split == "val" else getattr(data, "test", None)
+    if dataset is None:
+        fail(
+            [f"{run_dir}'s data has no test split: train with a held-out one (for the digits, data.test_fraction=0.1)"]
+        )
+    model = instantiate(cfg.model, _convert_="all").to(device)
+    model.load_state_dict(state["model"])
+    objective = instantiate(cfg.objective, _convert_="all")
+    precision = Precision(trainer.get("precision", "32"), device)  # runs from before precision existed: 32
+    metrics = evaluate(model, objective, evaluation_batches(dataset, data.eval_batch_size), device, precision)
+    if split != "val":  # objectives name their metrics val/...; these are the test split's
+        metrics = {
+            f"{split}/{key.partition('/')[2]}" if key.startswith("val/") else key: v for key, v in metrics.items()
+        }
+    result = {"split": split, "checkpoint": name, "step": state["step"], "params_sha256": params_sha256(model),
+              "metrics": metrics, "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
+    recorded = json.loads((run_dir / "eval.json").read_text()) if (run_dir / "eval.json").is_file() else {}
+    write_json(run_dir / "eval.json", recorded | {f"{split}:{which}": result})
+    return result
