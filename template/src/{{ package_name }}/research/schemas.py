@@ -90,7 +90,7 @@ class DigitsConfig:
         found = []
         if not 0 < self.val_fraction < 1:
             found.append(f"data.val_fraction={self.val_fraction} must be between 0 and 1, e.g. data.val_fraction=0.2")
-        if not 0 <= self.test_fraction < 1 - self.val_fraction:
+        elif not 0 <= self.test_fraction < 1 - self.val_fraction:
             found.append(
                 f"data.test_fraction={self.test_fraction} must be >= 0 and leave training samples beside "
                 f"data.val_fraction={self.val_fraction}, e.g. data.test_fraction=0.1"
