@@ -63,6 +63,10 @@ def search(space_file: Path, study_name: str | None, backend: str, parallel: int
         direction=space.direction,
         sampler=optuna.samplers.TPESampler(seed=space.seed),
     )
+    if started := len(study.trials):
+        # A sampler seeded as before would draw the first trials' parameters again (TPE starts with random
+        # draws): after a stop, its seed moves on by the trials the study holds, still the same for the same study.
+        study.sampler = optuna.samplers.TPESampler(seed=space.seed + started)
     print(f"study {study.study_name} in {storage}: {space.trials} trials of {space.metric} ({space.direction})")
     relaunches: dict[int, int] = {}
     specs: dict[int, RunSpec] = {}
@@ -72,12 +76,22 @@ def search(space_file: Path, study_name: str | None, backend: str, parallel: int
             done = [t for t in trials if t.state == TrialState.COMPLETE]
             open_ = [t for t in trials if t.state == TrialState.RUNNING]
             failed = [t for t in trials if t.state == TrialState.FAIL]
+            repeats = [t for t in trials if t.state == TrialState.PRUNED]
             if len(done) >= space.trials and not open_:
                 break
             if len(failed) > space.trials:
                 fail([f"{len(failed)} trials failed (see their runs' status.json): fix the cause, then search again"])
+            if len(repeats) > 10 * space.trials:
+                too_few = f"the space is too small for {space.trials} distinct trials: widen it, or lower trials"
+                fail([f"the sampler repeated earlier trials {len(repeats)} times; {too_few}"])
+            tried = {tuple(overrides_of(t.params)) for t in trials if t.state != TrialState.PRUNED}
             for _ in range(min(space.trials - len(done) - len(open_), parallel - len(open_))):
                 trial = study.ask(distributions)
+                if tuple(overrides_of(trial.params)) in tried:  # the same run: it would add no new trial
+                    study.tell(trial, state=TrialState.PRUNED)
+                    print(f"trial {trial.number} repeats an earlier trial's parameters: dropped", flush=True)
+                    continue
+                tried.add(tuple(overrides_of(trial.params)))
                 print(f"trial {trial.number}: {' '.join(overrides_of(trial.params))}", flush=True)
                 relaunches[trial.number] = 0
                 launch_trial(space, trial.params, backend, parallel)
