@@ -75,6 +75,8 @@ def test_every_experiment_is_sound(experiment: str) -> None:
         (["trainer.precision=16"], "trainer.precision=16 is not a precision: pass 32, bf16 or fp16"),
         (["trainer.precision=fp16"], "trainer.precision=fp16 needs a CUDA device"),
         (["trainer.accumulate_grad_batches=0"], "trainer.accumulate_grad_batches=0 must be >= 1"),
+        (["experiment=char_transformer", "data.test_every=1"], "data.test_every=1 must be 0 (no test split) or >= 2"),
+        (["data.test_fraction=0.9"], "data.test_fraction=0.9 must be >= 0 and leave training samples"),
     ],
 )
 def test_each_mistake_is_named_in_one_line(overrides: list[str], expected: str) -> None:

@@ -45,6 +45,17 @@ def test_pydoc_text_holds_out_whole_pages_and_no_training_text_repeats_them() ->
     assert pydoc_topics.topics()["if"] in val  # `else` shows the same page; `compound` repeats it
 
 
+def test_pydoc_text_holds_out_test_pages_apart_from_validation_and_training() -> None:
+    assert pydoc_topics.held_out_splits(10, 0) == (*pydoc_topics.split(10), "")  # no test split: as before
+    train, val, test = pydoc_topics.held_out_splits(10, 10)
+    pages = list(dict.fromkeys(pydoc_topics.topics()[name] for name in sorted(pydoc_topics.topics())))
+    rest = [page for page in pages if page not in pages[::10]]
+    assert val == pydoc_topics.split(10)[1] and test == "".join(rest[::10]) and len(test) > 20_000
+    long_paragraphs = {p for page in rest[::10] for p in page.split("\n\n") if len(p) > 40}
+    assert long_paragraphs and not any(paragraph in train for paragraph in long_paragraphs)
+    assert not any(page in val for page in rest[::10])
+
+
 def test_pydoc_text_windows_predict_the_next_character(text: object) -> None:
     assert len(text.alphabet) == schemas.PydocTextConfig().vocab_size == len(set("".join(pydoc_topics.split(10))))
     assert len(text.train) == schemas.PydocTextConfig().train_samples()

@@ -53,6 +53,7 @@ NEUTRAL_DEFAULTS: dict[str, Any] = {
     "trainer.accumulate_grad_batches": 1,
     "trainer.compile": False,
     "data.test_fraction": 0.0,
+    "data.test_every": 0,
 }
 
 

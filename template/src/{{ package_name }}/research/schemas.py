@@ -107,11 +107,12 @@ class PydocTextConfig:
     eval_batch_size: int = 64
     context_length: int = 64
     val_every: int = 10
+    test_every: int = 0  # > 0: every test_every-th non-validation topic is held out as a test split
     # A fact about the text, read from this Python's copy of it while composing (a few milliseconds).
     vocab_size: int = field(default_factory=lambda: len(pydoc_topics.alphabet()))
 
     def train_samples(self) -> int:
-        train, _ = pydoc_topics.split(self.val_every)
+        train, _, _ = pydoc_topics.held_out_splits(self.val_every, self.test_every)
         return pydoc_topics.windows(len(train), self.context_length)
 
     def problems(self) -> list[str]:
@@ -120,6 +121,10 @@ class PydocTextConfig:
             found.append(f"data.context_length={self.context_length} must be >= 1, e.g. data.context_length=64")
         if self.val_every < 2:
             found.append(f"data.val_every={self.val_every} must be >= 2 (every val_every-th topic is held out)")
+        if self.test_every == 1 or self.test_every < 0:
+            found.append(
+                f"data.test_every={self.test_every} must be 0 (no test split) or >= 2, e.g. data.test_every=10"
+            )
         return found
 
 

@@ -25,18 +25,18 @@ class PydocText:
         context_length: int,
         val_every: int,
         vocab_size: int,
+        test_every: int = 0,
     ) -> None:
         del root  # nothing to download or cache: the text comes with Python
         self.alphabet = pydoc_topics.alphabet()
         if len(self.alphabet) != vocab_size:
             raise ValueError(f"the text has {len(self.alphabet)} symbols, not data.vocab_size={vocab_size}")
         self._ids = {char: index for index, char in enumerate(self.alphabet)}
-        train, val = (self.encode(text) for text in pydoc_topics.split(val_every))
+        train, val, test = (self.encode(text) for text in pydoc_topics.held_out_splits(val_every, test_every))
         self.batch_size, self.eval_batch_size, self.context_length = batch_size, eval_batch_size, context_length
         self.train = RandomOffsetWindows(train, context_length)
-        count = (len(val) - 1) // context_length  # validation: fixed windows from the start of the held-out text
-        starts = torch.arange(count)[:, None] * context_length + torch.arange(context_length + 1)
-        self.val = ArrayDataset(val[starts][:, :-1], val[starts][:, 1:])
+        self.val = fixed_windows(val, context_length)
+        self.test = fixed_windows(test, context_length) if test_every else None  # `<package> eval --split test`
 
     def encode(self, text: str) -> Tensor:
         unknown = sorted(set(text) - self._ids.keys())
@@ -64,3 +64,10 @@ class RandomOffsetWindows(Dataset[tuple[Tensor, Tensor]]):
         starts = offset + torch.as_tensor(request.indices) * self.context_length
         windows = self.tokens[starts[:, None] + self._span]
         return windows[:, :-1], windows[:, 1:]
+
+
+def fixed_windows(tokens: Tensor, context_length: int) -> ArrayDataset:
+    """Evaluation windows: fixed, side by side from the start of the held-out text."""
+    count = (len(tokens) - 1) // context_length
+    starts = torch.arange(count)[:, None] * context_length + torch.arange(context_length + 1)
+    return ArrayDataset(tokens[starts][:, :-1], tokens[starts][:, 1:])

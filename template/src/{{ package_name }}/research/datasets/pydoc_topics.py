@@ -22,23 +22,33 @@ def topics() -> dict[str, str]:
 
 @cache
 def split(val_every: int) -> tuple[str, str]:
-    """The training and validation text; no validation paragraph of over 40 characters occurs in training.
+    """The training and validation text; no validation paragraph of over 40 characters occurs in training."""
+    train, val, _ = held_out_splits(val_every, 0)
+    return train, val
+
+
+def held_out_splits(val_every: int, test_every: int) -> tuple[str, str, str]:
+    """The training, validation and test text; no held-out paragraph of over 40 characters occurs in training.
 
     Topics are taken in name order, once per distinct page (`if` and `else` show the same page), and every
-    `val_every`-th page, starting with the first, is held out for validation, whole. Many pages repeat sections
-    of others (`compound` holds the `if` statement's page), so a training page drops each paragraph (text
-    between blank lines) that occurs in the validation text or holds a validation paragraph (about 60 ms).
+    `val_every`-th page, starting with the first, is held out for validation, whole; with `test_every` > 0,
+    every `test_every`-th of the other pages is held out for testing (0: no test text, and the training text is
+    as without it). Many pages repeat sections of others (`compound` holds the `if` statement's page), so a
+    training page drops each paragraph (text between blank lines) that occurs in the held-out text or holds a
+    held-out paragraph (about 60 ms).
     """
     pages = list(dict.fromkeys(topics()[name] for name in sorted(topics())))
     held_out = pages[::val_every]
-    val = "".join(held_out)
-    val_paragraphs = [p for page in held_out for p in page.split("\n\n") if len(p) > MIN_SHARED_CHARS]
+    rest = [page for page in pages if page not in held_out]
+    tested = rest[::test_every] if test_every else []
+    val, test = "".join(held_out), "".join(tested)
+    shared = [p for page in held_out + tested for p in page.split("\n\n") if len(p) > MIN_SHARED_CHARS]
 
     def unseen(paragraph: str) -> bool:
-        return paragraph not in val and not any(shared in paragraph for shared in val_paragraphs)
+        return paragraph not in val and paragraph not in test and not any(part in paragraph for part in shared)
 
-    kept = ("\n\n".join(filter(unseen, page.split("\n\n"))) for page in pages if page not in held_out)
-    return "".join(kept), val
+    kept = ("\n\n".join(filter(unseen, page.split("\n\n"))) for page in rest if page not in tested)
+    return "".join(kept), val, test
 
 
 @cache
