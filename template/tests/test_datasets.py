@@ -46,8 +46,9 @@ def test_pydoc_text_holds_out_whole_pages_and_no_training_text_repeats_them() ->
 
 
 def test_pydoc_text_holds_out_test_pages_apart_from_validation_and_training() -> None:
-    assert pydoc_topics.held_out_splits(10, 0) == (*pydoc_topics.split(10), "")  # no test split: as before
+    assert pydoc_topics.held_out_splits(10, 0)[2] == ""  # no test split (the default)
     train, val, test = pydoc_topics.held_out_splits(10, 10)
+    assert len(train) < len(pydoc_topics.split(10)[0]) - len(test)  # its pages, and their repeats, left training
     pages = list(dict.fromkeys(pydoc_topics.topics()[name] for name in sorted(pydoc_topics.topics())))
     rest = [page for page in pages if page not in pages[::10]]
     assert val == pydoc_topics.split(10)[1] and test == "".join(rest[::10]) and len(test) > 20_000
