@@ -205,11 +205,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def train(arguments: list[str]) -> None:
-    """Run the training entry point as `python -m <package>.train` runs it, with `arguments` as its command line."""
-    from . import train as loop  # loads torch only for this command
-    from .core import preemption
-    from .proof import faults
+    """Run the training entry point exactly as `python -m <package>.train ARGUMENTS` runs it."""
+    import runpy
 
     sys.argv = [f"{PACKAGE} train", *arguments]  # Hydra reads its command line from sys.argv
-    preemption.install_handlers()
-    faults.run_then_exit(loop.cli)
+    runpy.run_module(f"{PACKAGE}.train", run_name="__main__", alter_sys=True)

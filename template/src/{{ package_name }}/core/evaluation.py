@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from hydra.utils import instantiate
@@ -24,18 +24,15 @@ from .files import write_json
 from .hashing import params_sha256
 from .precision import Precision
 
-if TYPE_CHECKING:
-    from ..research.objectives import Objective
-
 Batch = tuple[torch.Tensor, ...]
 
 
 @torch.no_grad()
 def evaluate(
-    model: nn.Module, objective: Objective, batches: Iterable[Batch], device: torch.device, precision: Precision
+    model: nn.Module, objective: Any, batches: Iterable[Batch], device: torch.device, precision: Precision
 ) -> dict[str, float]:
     """The objective's metrics over every batch, from sums added up on the device (one sync), with the forward
-    passes in the run's precision."""
+    passes in the run's precision. `objective` is an Objective (research/objectives/), which core does not import."""
     model.eval()
     totals: dict[str, torch.Tensor] = {}
     for batch in batches:
