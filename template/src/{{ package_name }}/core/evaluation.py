@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from . import checks
@@ -47,22 +47,11 @@ def evaluate_run(run_dir: Path, split: str, which: str) -> dict[str, Any]:
     run's saved config (its data, model, objective, device, threads and precision), and record the result in
     `RUN_DIR/eval.json` under `<split>:<which>`. The same checkpoint gives the same numbers every time, and the
     latest checkpoint of a finished run gives those of its final evaluation (summary.json)."""
-    if not (run_dir / "config.yaml").is_file():
-        fail([f"{run_dir} has no config.yaml: pass the folder of a run (runs/<main_tag>/<run_name>)"])
-    cfg = OmegaConf.load(run_dir / "config.yaml")
+    cfg = saved_config(run_dir)
+    name, state = saved_checkpoint(run_dir, cfg, which)
     trainer = cfg.trainer
-    checkpoints = CheckpointDir(run_dir / "checkpoints", trainer.keep_last)
-    name = checkpoints.find_latest() if which == "latest" else checkpoints.find_best()
-    if name is None:
-        fail([f"{run_dir} has no {which} checkpoint" + (
-            ": train it first (checkpoints every trainer.ckpt_every steps)" if which == "latest"
-            else " (recorded from its evaluations once it has been evaluated): use --checkpoint latest")])  # fmt: skip
     if problems := checks.device_problems(trainer.device, on_this_machine=True):
         fail([f"{problems[0]} (the run was trained on {trainer.device})"])
-    try:
-        state = checkpoints.load(name)
-    except CheckpointUnreadable as error:
-        fail([f"{error}: evaluate with the code and lock that wrote it (see the run's provenance.json)"])
     device = make_deterministic(trainer.num_threads, trainer.device)
     data_dir = (
         cfg.paths.data_dir if Path(cfg.paths.data_dir).is_dir() else project_path(os.environ.get("DATA_DIR", "data"))
@@ -70,9 +59,8 @@ def evaluate_run(run_dir: Path, split: str, which: str) -> dict[str, Any]:
     data = instantiate(cfg.data, root=data_dir, _convert_="all")
     dataset = data.val if split == "val" else getattr(data, "test", None)
     if dataset is None:
-        fail(
-            [f"{run_dir}'s data has no test split: train with a held-out one (for the digits, data.test_fraction=0.1)"]
-        )
+        held_out = "the digits: data.test_fraction=0.1; the text: data.test_every=10"
+        fail([f"{run_dir}'s data has no test split: train with a held-out one ({held_out})"])
     model = instantiate(cfg.model, _convert_="all").to(device)
     model.load_state_dict(state["model"])
     objective = instantiate(cfg.objective, _convert_="all")
@@ -87,3 +75,26 @@ def evaluate_run(run_dir: Path, split: str, which: str) -> dict[str, Any]:
     recorded = json.loads((run_dir / "eval.json").read_text()) if (run_dir / "eval.json").is_file() else {}
     write_json(run_dir / "eval.json", recorded | {f"{split}:{which}": result})
     return result
+
+
+def saved_config(run_dir: Path) -> DictConfig:
+    """A run's saved config; one line and exit 2 when `run_dir` is not a run."""
+    if not (run_dir / "config.yaml").is_file():
+        fail([f"{run_dir} has no config.yaml: pass the folder of a run (runs/<main_tag>/<run_name>)"])
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    assert isinstance(cfg, DictConfig)
+    return cfg
+
+
+def saved_checkpoint(run_dir: Path, cfg: DictConfig, which: str = "latest") -> tuple[str, dict[str, Any]]:
+    """A run's latest (or best) checkpoint, checked; one line and exit 2 when there is none."""
+    checkpoints = CheckpointDir(run_dir / "checkpoints", cfg.trainer.keep_last)
+    name = checkpoints.find_latest() if which == "latest" else checkpoints.find_best()
+    if name is None:
+        fail([f"{run_dir} has no checkpoint yet: train it first (checkpoints every trainer.ckpt_every steps)"
+              if which == "latest" else f"{run_dir} has no best checkpoint (recorded from its evaluations once it "
+              "has been evaluated): use --checkpoint latest"])  # fmt: skip
+    try:
+        return name, checkpoints.load(name)
+    except CheckpointUnreadable as error:
+        fail([f"{error}: use the code and lock that wrote it (see the run's provenance.json)"])

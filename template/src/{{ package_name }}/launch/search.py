@@ -149,7 +149,8 @@ def distribution(key: str, spec: dict[str, Any]) -> optuna.distributions.BaseDis
         return optuna.distributions.CategoricalDistribution(spec["choices"])
     low, high = spec.get("low"), spec.get("high")
     if not isinstance(low, int | float) or not isinstance(high, int | float) or not low < high:
-        fail([f"params.{key} needs numbers low < high, or choices: [...], e.g. {{low: 1.0e-4, high: 1.0e-2}}"])
+        example = "{low: 1.0e-4, high: 1.0e-2}"
+        fail([f"params.{key} needs numbers low < high, or choices: [...], e.g. {example}"])
     if isinstance(low, int) and isinstance(high, int) and not spec.get("log"):
         return optuna.distributions.IntDistribution(low, high, step=spec.get("step", 1))
     return optuna.distributions.FloatDistribution(low, high, log=bool(spec.get("log")), step=spec.get("step"))

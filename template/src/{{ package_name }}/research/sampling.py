@@ -12,30 +12,21 @@ from pathlib import Path
 
 import torch
 from hydra.utils import get_class, instantiate
-from omegaconf import OmegaConf
 from torch import Tensor, nn
 
-from ..core.checkpoint import CheckpointDir, CheckpointUnreadable
 from ..core.determinism import make_deterministic
 from ..core.errors import fail
+from ..core.evaluation import saved_checkpoint, saved_config
 
 
 def sample(run_dir: Path, chars: int, prompt: str, seed: int, temperature: float) -> str:
     """The prompt followed by `chars` generated characters."""
-    if not (run_dir / "config.yaml").exists():
-        fail([f"{run_dir} has no config.yaml: pass the folder of a run (runs/<main_tag>/<run_name>)"])
-    cfg = OmegaConf.load(run_dir / "config.yaml")
+    cfg = saved_config(run_dir)
     data_class = get_class(cfg.data._target_)
     if not (hasattr(data_class, "encode") and hasattr(data_class, "decode")):
         fail([f"{run_dir} is not a language-model run: its data ({cfg.data._target_}) does not encode text; "
               "sample a run of experiment=char_transformer"])  # fmt: skip
-    try:
-        state = CheckpointDir(run_dir / "checkpoints", cfg.trainer.keep_last).load_latest()
-    except CheckpointUnreadable as error:
-        fail([str(error)])
-    if state is None:
-        fail([f"{run_dir} has no checkpoint yet: train it first (checkpoints every trainer.ckpt_every steps)"])
-
+    _, state = saved_checkpoint(run_dir, cfg)
     make_deterministic(cfg.trainer.num_threads, "cpu")
     data = instantiate(cfg.data, root=cfg.paths.data_dir, _convert_="all")
     model = instantiate(cfg.model, _convert_="all")
