@@ -115,6 +115,110 @@ def test_four_launchers_at_once_submit_each_run_once(pushed: dict[str, Path]) ->
     assert set(plan_rows(again.stdout).values()) == {"SKIP"} and "nothing to submit" in again.stdout
 
 
+KILL_SWEEP = [*SHORT, *QUIET, "seed=0,1,2"]
+
+
+@pytest.fixture(scope="module")
+def twins(pushed: dict[str, Path]) -> Path:
+    """KILL_SWEEP launched and left alone: each run's uninterrupted twin (waited for where they are compared)."""
+    launch(pushed, "twins", "--max-concurrent", "2", "--", *KILL_SWEEP)
+    return pushed["root"] / "twins" / "dev"
+
+
+def kill_job(run_dir: Path) -> None:
+    """kill -9 the whole process group of a run's local job (its launch.local_job, job.sh, uv and training), as
+    the OOM killer or a reboot would, and wait until its training process is gone."""
+    record = json.loads((run_dir / "launch.json").read_text())
+    os.killpg(int(record["job_id"].rpartition(":")[2]), signal.SIGKILL)  # each job leads a session of its own
+    trainer = int((run_dir / "run.lock").read_text().split()[1])
+
+    def gone() -> bool:
+        try:
+            return Path(f"/proc/{trainer}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+        except OSError:
+            return True
+
+    wait_until(gone, f"the training process of {run_dir.name} to end", timeout=60)
+
+
+def status_rows(pushed: dict[str, Path], runs: str) -> dict[str, list[str]]:
+    done = subprocess.run(
+        ["uv", "run", "--frozen", "--no-sync", DEFAULT_PACKAGE, "status"],
+        cwd=pushed["project"], env=environment(pushed, runs), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.startswith("dev/")}
+
+
+def paused_at(run_dir: Path) -> bool:
+    """The run has checkpointed step 10 and pauses at step 20 (it cannot go past: see faults.py)."""
+    try:
+        return json.loads((run_dir / "status.json").read_text())["step"] == 10
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def assert_equal_to_twins(run_dirs: list[Path], twins: Path) -> None:
+    everything = [*run_dirs, *(twins / run_dir.name for run_dir in run_dirs)]
+    wait_until(lambda: all(state(run_dir) == "finished" for run_dir in everything), "the runs and their twins")
+    for run_dir in run_dirs:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert (
+            summary["params_sha256"] == json.loads((twins / run_dir.name / "summary.json").read_text())["params_sha256"]
+        ), run_dir.name
+        assert metric_steps(run_dir) == list(range(10, 41, 10)), run_dir.name  # each step once
+
+
+def test_a_local_job_killed_with_its_whole_group_is_relaunched_and_resumes(
+    pushed: dict[str, Path], twins: Path
+) -> None:
+    marker = pushed["root"] / "paused-kill-group"
+    pausing = {**os.environ, "REPRODUCIBILITY_PAUSE": "step:20", "REPRODUCIBILITY_PAUSE_MARKER": str(marker)}
+    first = launch(pushed, "kill-group", "--max-concurrent", "2", "--", *SHORT, *QUIET, "seed=0", env=pausing)
+    (target,) = plan_rows(first.stdout)
+    whole = launch(pushed, "kill-group", "--max-concurrent", "2", "--", *KILL_SWEEP)
+    rows = plan_rows(whole.stdout)
+    assert rows.pop(target) == "SKIP" and set(rows.values()) == {"NEW"}, whole.stdout
+    run_dirs = [pushed["root"] / "kill-group" / name for name in [target, *rows]]
+    wait_until(marker.exists, "the first run to pause at step 20")
+    kill_job(run_dirs[0])
+    assert status_rows(pushed, "kill-group")[target][1:3] == ["lost", "10/40"]
+
+    again = launch(pushed, "kill-group", "--max-concurrent", "2", "--", *KILL_SWEEP)
+    assert plan_rows(again.stdout)[target] == "RELAUNCH", again.stdout
+    assert f"RELAUNCH  {target}" in again.stdout and "lost: resumes from step 10" in again.stdout
+    assert "(since the plan)" not in again.stdout and "queued 1 run(s) locally" in again.stdout
+    assert_equal_to_twins(run_dirs, twins)
+    assert status_rows(pushed, "kill-group")[target][1] == "finished"
+    assert json.loads((run_dirs[0] / "launch.json").read_text())["launches"] == 2
+    assert [json.loads((d / "launch.json").read_text())["launches"] for d in run_dirs[1:]] == [1, 1]
+    final = launch(pushed, "kill-group", "--max-concurrent", "2", "--", *KILL_SWEEP)
+    assert "nothing to submit" in final.stdout
+
+
+def test_every_process_of_a_sweep_killed_at_once_is_relaunched_and_resumes(
+    pushed: dict[str, Path], twins: Path
+) -> None:
+    """What a reboot leaves behind, as far as one machine can show it: every job and training process gone at
+    once, the queue's last run never started."""
+    marker = pushed["root"] / "paused-reboot"
+    pausing = {**os.environ, "REPRODUCIBILITY_PAUSE": "step:20", "REPRODUCIBILITY_PAUSE_MARKER": str(marker)}
+    first = launch(pushed, "reboot", "--max-concurrent", "2", "--", *KILL_SWEEP, env=pausing)
+    run_dirs = [pushed["root"] / "reboot" / name for name in plan_rows(first.stdout)]
+    wait_until(lambda: paused_at(run_dirs[0]) and paused_at(run_dirs[1]), "two runs to pause at step 20")
+    time.sleep(1)  # both are at their pause now: it comes a few milliseconds after the checkpoint at step 10
+    for run_dir in run_dirs[:2]:
+        kill_job(run_dir)
+    seen = [status_rows(pushed, "reboot")[f"dev/{d.name}"][1] for d in run_dirs]
+    assert seen[:2] == ["lost", "lost"] and seen[2] in ("queued", "pending", "running"), seen  # status starts it
+
+    again = launch(pushed, "reboot", "--max-concurrent", "2", "--", *KILL_SWEEP)
+    rows = plan_rows(again.stdout)
+    assert [rows[f"dev/{d.name}"] for d in run_dirs] == ["RELAUNCH", "RELAUNCH", "SKIP"], again.stdout
+    assert_equal_to_twins(run_dirs, twins)
+    assert [json.loads((d / "launch.json").read_text())["launches"] for d in run_dirs] == [2, 2, 1]
+
+
 SEARCH_SPACE = """\
 metric: val/acc
 direction: maximize

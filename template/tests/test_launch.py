@@ -215,3 +215,73 @@ def test_force_sets_the_old_folder_aside_whole_and_leases_a_fresh_one(tmp_path: 
         assert records.Lease.take(run_dir) is None  # this launcher holds the fresh folder
     finally:
         fresh.release()
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return ended.pid
+
+
+def test_a_launcher_under_its_own_lease_sees_a_killed_local_job_as_lost(tmp_path: Path) -> None:
+    """The launcher holds the run's lease when it looks again; a dead job must not hide behind that hold."""
+    records = import_module(f"{PACKAGE}.launch.records")
+    processes = import_module(f"{PACKAGE}.core.processes")
+    run_dir = tmp_path / "dev" / "killed"
+    run_dir.mkdir(parents=True)
+    updated = datetime.now(UTC).isoformat(timespec="seconds")
+    (run_dir / "status.json").write_text(json.dumps({"state": "running", "step": 500, "updated_at": updated}))
+    pid = dead_pid()
+    (run_dir / "run.lock").write_text(f"pid {pid} on {socket.gethostname()} since {updated}\n")
+    job = {"backend": "local", "state": "started", "job_id": f"{socket.gethostname()}:{pid}"}
+    (run_dir / "launch.json").write_text(json.dumps(job))
+    lease = records.Lease.take(run_dir)
+    try:
+        found = observe.observe(run_dir, observe.Backends())
+        assert (found.state, found.live) == ("lost", False)
+        assert plan.decide(found) == ("RELAUNCH", "lost: resumes from step 500", False)
+        # After a reboot the pid may name another process: its start time tells them apart.
+        alive = job | {"job_id": f"{socket.gethostname()}:{os.getpid()}", "job_token": "another-boot/12345"}
+        (run_dir / "launch.json").write_text(json.dumps(alive))
+        assert observe.observe(run_dir, observe.Backends()).state == "lost"
+        ours = alive | {"job_token": processes.start_token()}  # this process stands in for a live job
+        (run_dir / "launch.json").write_text(json.dumps(ours))
+        assert observe.observe(run_dir, observe.Backends()).state == "pending"  # alive; training not started
+    finally:
+        lease.release()
+
+
+def test_the_local_queue_starts_no_more_than_max_concurrent(tmp_path: Path) -> None:
+    """One live job and four queued runs at most two at once: advancing the queue starts exactly one."""
+    local = import_module(f"{PACKAGE}.launch.local")
+    processes = import_module(f"{PACKAGE}.core.processes")
+    runs = tmp_path / "runs"
+    environment = {"RUNS_DIR": str(runs), "DATA_DIR": str(tmp_path / "data"), "JOB_CACHE": str(tmp_path / "cache")}
+    base = {"backend": "local", "repo": str(tmp_path / "no-such-repo"), "commit": "0" * 40, "overrides": [],
+            "environment": environment, "max_concurrent": 2, "submitted_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    live = base | {"state": "started", "job_id": f"{socket.gethostname()}:{os.getpid()}"}
+    live["job_token"] = processes.start_token()
+    for index, record in enumerate([live] + [base | {"state": "queued", "position": i} for i in range(4)]):
+        run_dir = runs / "dev" / f"run{index}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "launch.json").write_text(json.dumps(record | {"run_name": run_dir.name}))
+    (runs / ".launch").mkdir()
+    started = local.advance(runs)  # the jobs it starts fail at once (no such repository) and advance in turn
+    assert [path.name for path in started] == ["run1"]
+    assert json.loads((runs / "dev" / "run1" / "launch.json").read_text())["state"] == "started"
+    wait_until_no_job_runs(runs)
+
+
+def wait_until_no_job_runs(runs: Path) -> None:
+    """Every job the queue started has ended (each fails at once here), so that none outlives the test."""
+    local = import_module(f"{PACKAGE}.launch.local")
+    deadline = time.monotonic() + 60
+    while True:
+        found = [json.loads(path.read_text()) for path in runs.glob("dev/*/launch.json")]
+        ours = f"{socket.gethostname()}:{os.getpid()}"  # the stand-in for a live job
+        jobs = [record for record in found if record.get("state") == "started" and record["job_id"] != ours]
+        if not any(local.job_alive(record) for record in jobs) and not any(r["state"] == "queued" for r in found):
+            return
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)

@@ -6,6 +6,7 @@ others start, so which process wins is a race, but that exactly one trains is no
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,18 @@ def start(runs: Path, data_dir: Path, marker: Path, *overrides: str) -> subproce
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@contextlib.contextmanager
+def stopped_at_the_end(*processes: subprocess.Popen[str]) -> Iterator[None]:
+    """However the test ends, no process it started outlives it (a paused run would wait forever)."""
+    try:
+        yield
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            process.communicate(timeout=60)
+
+
 def wait_for(condition: object, what: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not condition():  # type: ignore[operator]
@@ -43,15 +57,16 @@ def test_three_processes_on_one_config_train_it_once(
     overrides = [f"trainer.ckpt_every={ckpt_every}", "run_name=shared"]
     marker = tmp_path / "paused"
     processes = [start(tmp_path, data_dir, marker, *overrides) for _ in range(3)]
-    wait_for(lambda: marker.exists() and sum(p.poll() is not None for p in processes) == 2, "two to give up")
-    (winner,) = [p for p in processes if p.poll() is None]
-    for loser in (p for p in processes if p is not winner):
-        _, stderr = loser.communicate()
-        assert loser.returncode == 73, stderr
-        assert stderr.startswith(f"error: {tmp_path / 'dev' / 'shared'} is in use by pid {winner.pid} on ")
-        assert "Traceback" not in stderr
-    winner.send_signal(signal.SIGTERM)  # ends the pause: the winner saves at step 15 and exits to be requeued
-    assert winner.wait(timeout=120) == 75
+    with stopped_at_the_end(*processes):
+        wait_for(lambda: marker.exists() and sum(p.poll() is not None for p in processes) == 2, "two to give up")
+        (winner,) = [p for p in processes if p.poll() is None]
+        for loser in (p for p in processes if p is not winner):
+            _, stderr = loser.communicate()
+            assert loser.returncode == 73, stderr
+            assert stderr.startswith(f"error: {tmp_path / 'dev' / 'shared'} is in use by pid {winner.pid} on ")
+            assert "Traceback" not in stderr
+        winner.send_signal(signal.SIGTERM)  # ends the pause: the winner saves at step 15 and exits to be requeued
+        assert winner.wait(timeout=120) == 75
     finished = run_training(tmp_path, *SHORT, *overrides)
     assert finished.returncode == 0, finished.stderr
 
@@ -69,9 +84,10 @@ def test_ctrl_c_saves_at_the_step_and_exits_130_then_the_run_resumes(
 ) -> None:
     marker = tmp_path / "paused"
     process = start(tmp_path, data_dir, marker, "run_name=interrupted")
-    wait_for(marker.exists, "the run to reach step 15")
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=120)
+    with stopped_at_the_end(process):
+        wait_for(marker.exists, "the run to reach step 15")
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
     assert "stopped at step 15 by SIGINT: checkpoint saved, exiting with code 130" in stdout

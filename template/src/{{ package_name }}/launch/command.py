@@ -19,13 +19,13 @@ from typing import Any
 from ..analysis.tags import missing_note
 from ..core.errors import fail
 from ..core.provenance import git_state
+from ..core.runs import runs_root
 from ..tracking.mlflow_store import prepare, sqlite_path
 from . import PROJECT_ROOT, local, records, slurm
 from .observe import Backends, observe
 from .plan import RELAUNCH, SKIP, Step, decide, table
 from .preflight import launch_problems
 from .specs import RunSpec, expand
-from .status import runs_dir
 
 
 def launch(
@@ -43,7 +43,7 @@ def launch(
     refusals = launch_problems(PROJECT_ROOT, state)
     if refusals and not dry_run:
         fail(refusals)
-    runs = runs_dir(PROJECT_ROOT)
+    runs = runs_root(PROJECT_ROOT)
     specs = expand(overrides)
     for main_tag in dict.fromkeys(spec.main_tag for spec in specs):
         if (warning := missing_note(PROJECT_ROOT, main_tag)) is not None:

@@ -5,6 +5,9 @@ At most `max_concurrent` local jobs run at once; the other runs wait as `queued`
 that ends starts the next queued runs itself, and so do `launch` and `status`, in case a job was killed. Queued
 runs start oldest first. The queue's lock (`<runs folder>/.launch/local-queue.lock`) lets one process at a time
 start jobs; each run's lease is handed to its job, which holds it until it ends.
+
+Whether a job is alive is judged from its pid and start time, recorded as it starts (core/processes.py), never by
+probing its lease: a launcher holding that lease itself would take its own hold for a live job's.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core import lock_holder, processes
+from ..core.runs import run_dirs
 from . import PROJECT_ROOT, records
 
 PACKAGE = (__package__ or __name__).partition(".")[0]
@@ -39,9 +44,9 @@ def advance(runs_dir: Path) -> list[Path]:
         return []  # a runs folder this user cannot write: nothing of theirs to start
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
-        found = [(run_dir, record) for run_dir in _run_dirs(runs_dir) if (record := records.read(run_dir))]
+        found = [(run_dir, record) for run_dir in run_dirs(runs_dir) if (record := records.read(run_dir))]
         local = [(run_dir, record) for run_dir, record in found if record.get("backend") == "local"]
-        running = sum(record.get("state") == "started" and records.is_held(run_dir) for run_dir, record in local)
+        running = sum(takes_a_place(run_dir, record) for run_dir, record in local)
         waiting = sorted(
             (found for found in local if found[1].get("state") == "queued"),
             key=lambda found: (found[1].get("submitted_at", ""), found[1].get("position", 0)),
@@ -76,9 +81,20 @@ def start(lease: records.Lease, record: dict[str, Any]) -> None:
             pass_fds=(lease.descriptor,),
             start_new_session=True,  # survives the launcher, its terminal and its Ctrl-C
         )
-    records.write(run_dir, record | {"state": "started", "job_id": f"{socket.gethostname()}:{process.pid}"})
+    job = {"job_id": f"{socket.gethostname()}:{process.pid}", "job_token": processes.start_token(process.pid)}
+    records.write(run_dir, record | {"state": "started"} | job)
 
 
-def _run_dirs(runs_dir: Path) -> list[Path]:
-    tags = (path for path in runs_dir.iterdir() if path.is_dir() and not path.name.startswith("."))
-    return [run_dir for tag in tags for run_dir in tag.iterdir() if (run_dir / records.RECORD_NAME).exists()]
+def job_alive(record: dict[str, Any]) -> bool | None:
+    """Whether a started local job's process is alive (None: it was started on another machine)."""
+    host, _, pid = str(record.get("job_id") or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    return processes.is_alive(int(pid), record.get("job_token"))  # records made before tokens: the pid alone
+
+
+def takes_a_place(run_dir: Path, record: dict[str, Any]) -> bool:
+    """Whether a run counts against `max_concurrent`: its job may be alive, or its training process is (a job
+    whose wrapper was killed leaves training going on its own)."""
+    started = record.get("state") == "started" and job_alive(record) is not False
+    return started or lock_holder.holder_alive(run_dir) is True

@@ -1,6 +1,7 @@
 """What `launch` does with each run of a sweep: SKIP, RELAUNCH or NEW, decided from the run's observed state.
 
-- SKIP: queued, pending, running or finished, and any run whose Slurm job cannot be checked (squeue failed).
+- SKIP: queued, pending, running or finished, any run whose Slurm job cannot be checked (squeue failed), and any
+  run whose records are damaged (unreadable: the plan names the file).
 - RELAUNCH: failed, preempted, lost, interrupted or paused, with no live job: it resumes from its latest
   checkpoint. The plan shows why a run failed: a run that diverged will diverge again at the same commit.
 - NEW: never submitted.
@@ -37,6 +38,8 @@ def decide(seen: Observed | None, retry_failed: bool = False, force: bool = Fals
     record, state = seen.record or {}, seen.state
     if record.get("backend") == "slurm" and seen.live is None and state not in ("finished", "failed"):
         return SKIP, f"unknown: squeue cannot be asked about job {record.get('job_id')}, which may be alive", False
+    if state == "unreadable":
+        return SKIP, f"unreadable: {seen.reason}", False  # never guess: it may be running, or finished
     if state in BUSY:
         return SKIP, state + (f" (job {seen.job_id})" if seen.job_id else ""), False
     if state == "finished":

@@ -6,6 +6,8 @@
 - `launch.lock`, the lease, is an exclusive `flock` that a launcher holds while it decides about a run and
   submits it, and that a local job holds while it runs. A launcher that finds the lease taken leaves the run to
   its holder, so concurrent launchers submit each run once. The kernel releases a lease when its holder dies.
+  The lease decides who may submit, never whether a job is alive: that is read from the job's pid and start
+  time (launch/local.py), which a launcher holding the lease itself cannot mistake for its own hold.
 
 Both live beside `run.lock`, which the training process holds: the last line of defence, not the first.
 """
@@ -64,14 +66,3 @@ class Lease:
         if self.descriptor >= 0:
             os.close(self.descriptor)
             self.descriptor = -1
-
-
-def is_held(run_dir: Path) -> bool:
-    """Whether a launcher or a local job holds the run's lease right now."""
-    if not (run_dir / LEASE_NAME).exists():
-        return False
-    lease = Lease.take(run_dir)
-    if lease is None:
-        return True
-    lease.release()
-    return False

@@ -27,11 +27,11 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from ..core.errors import INTERRUPTED, fail
+from ..core.runs import runs_root
 from . import local
 from .command import launch
 from .observe import Backends, observe
 from .specs import RunSpec, expand
-from .status import runs_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 WAITING = ("new", "queued", "pending", "running")
@@ -54,7 +54,7 @@ def search(space_file: Path, study_name: str | None, backend: str, parallel: int
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     distributions = {key: distribution(key, spec) for key, spec in space.params.items()}
     main_tag = expand(space.overrides)[0].main_tag
-    storage = runs_dir(PROJECT_ROOT).resolve() / main_tag / "optuna.db"
+    storage = runs_root(PROJECT_ROOT).resolve() / main_tag / "optuna.db"
     storage.parent.mkdir(parents=True, exist_ok=True)
     study = optuna.create_study(
         study_name=study_name or space_file.stem,
@@ -99,7 +99,7 @@ def search(space_file: Path, study_name: str | None, backend: str, parallel: int
                 if trial.number not in specs:  # composed once per trial: about 0.3 s
                     specs[trial.number] = expand([*space.overrides, *overrides_of(trial.params)])[0]
                 settle(study, space, trial, specs[trial.number], backend, parallel, relaunches)
-            local.advance(runs_dir(PROJECT_ROOT))  # a job killed before it could start the next queued run
+            local.advance(runs_root(PROJECT_ROOT))  # a job killed before it could start the next queued run
             time.sleep(poll_s)
     except KeyboardInterrupt:
         print("stopped: run the same command again to carry on (trials still running are waited for then)")

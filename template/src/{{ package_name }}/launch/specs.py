@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..core import naming  # noqa: F401 (registers the run-name resolver)
 from ..core.checks import problems
-from ..core.config import CONFIG_DIR
+from ..core.config import CONFIG_DIR, PACKAGE
 from ..core.errors import one_line_config_errors
 from ..core.sweep import fail_points, points
 from .quick_names import QuickNames
@@ -47,7 +47,7 @@ class RunSpec:
 def expand(overrides: list[str]) -> list[RunSpec]:
     """One spec per distinct run of the sweep, in sweep order; every point is checked before any is returned.
     Points that name the same run (`optim.lr=1e-3,0.001`) give one spec."""
-    with one_line_config_errors("check the override against `python -m <package>.train --cfg job`"):
+    with one_line_config_errors(f"check the override against `python -m {PACKAGE}.train --cfg job`"):
         every = points(overrides)
         parser = OverridesParser.create()
         by_defaults: dict[tuple[str, ...], list[tuple[int, list[str], list[Override]]]] = {}

@@ -3,7 +3,8 @@
 A run's state combines its run folder, its launch record and its backend's live jobs (launch/observe.py). Besides
 the states of a training attempt (running, paused, preempted, interrupted, failed, finished), a run can be
 queued (the local queue), pending (submitted; a requeued Slurm job is pending again), lost (says running, but its
-process or job is gone: `launch` resumes it) or new (a folder without an attempt).
+process or job is gone: `launch` resumes it), unreadable (a damaged record, named in a warning line) or new (a
+folder without an attempt).
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from pathlib import Path
 
 import yaml
 
-from ..core.errors import fail
+from ..core.runs import run_dirs
 from . import local
-from .observe import Backends, observe
+from .observe import Backends, Observed, observe, observe_all
 
 FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 5x faster, and status reads every config
 TAIL_BYTES = 64 * 1024  # enough for the last evaluation line of metrics.jsonl
-ORDER = ("running", "pending", "queued", "lost", "preempted", "paused", "interrupted", "failed", "finished", "new")
+ORDER = (
+    "running", "pending", "queued", "lost", "preempted", "paused", "interrupted", "failed", "unreadable", "finished",
+    "new",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -41,13 +45,8 @@ class Run:
     trackers_off: dict[str, str] = field(default_factory=dict)
 
 
-def runs_dir(project_root: Path) -> Path:
-    """Where runs live: RUNS_DIR (relative to the project), or runs/, as in configs/paths/default.yaml."""
-    return project_root / (os.environ.get("RUNS_DIR") or "runs")
-
-
-def read(run_dir: Path, backends: Backends | None = None) -> Run:
-    seen = observe(run_dir, backends or Backends())
+def read(run_dir: Path, backends: Backends | None = None, seen: Observed | None = None) -> Run:
+    seen = seen or observe(run_dir, backends or Backends())
     return Run(
         tag=run_dir.parent.name,
         name=run_dir.name,
@@ -65,21 +64,16 @@ def read(run_dir: Path, backends: Backends | None = None) -> Run:
 
 def report(root: Path, tag: str | None = None) -> list[str]:
     """The status table of the runs under `root`, or of one main tag; an unknown tag is a one-line error."""
-    tags = sorted(path.name for path in root.iterdir() if path.is_dir()) if root.is_dir() else []
-    if tag is not None and tag not in tags:
-        fail(
-            [f"no runs with main_tag {tag!r} in {root}: " + (f"pick one of {', '.join(tags)}" if tags else "none yet")]
-        )
+    found = run_dirs(root, tag)  # before anything starts: an unknown main tag stops here
     local.advance(root)  # a local job that ended since frees its place for the next queued run
-    runs = collect(root, tag) if tags else []
+    runs = collect(root, tag) if found else []
     return table(runs) if runs else [f"no runs yet in {root}"]
 
 
 def collect(root: Path, tag: str | None = None) -> list[Run]:
     """Every run under `root` (`<root>/<main_tag>/<run_name>/`), or under one main tag."""
-    tags = [root / tag] if tag else sorted(path for path in root.iterdir() if path.is_dir() and path.name[0] != ".")
-    backends = Backends()
-    return [read(run_dir, backends) for folder in tags for run_dir in sorted(folder.iterdir()) if _is_run(run_dir)]
+    found = run_dirs(root, tag)
+    return [read(run_dir, seen=seen) for run_dir, seen in zip(found, observe_all(found), strict=True)]
 
 
 def table(runs: list[Run], now: datetime | None = None) -> list[str]:
@@ -100,7 +94,8 @@ def table(runs: list[Run], now: datetime | None = None) -> list[str]:
     ]
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
     lines = [_line(row, widths) for row in [header, *rows]]
-    lines += [f"  {run.tag}/{run.name}: {run.reason}" for run in runs if run.state == "failed" and run.reason]
+    explained = ("failed", "unreadable")
+    lines += [f"  {run.tag}/{run.name}: {run.reason}" for run in runs if run.state in explained and run.reason]
     lines += [
         f"  {run.tag}/{run.name}: tracker {tracker} switched off ({why}); it catches up at the next attempt"
         for run in runs
@@ -114,10 +109,6 @@ def table(runs: list[Run], now: datetime | None = None) -> list[str]:
 
 def _line(cells: tuple[str, ...], widths: list[int]) -> str:
     return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
-
-
-def _is_run(path: Path) -> bool:
-    return path.is_dir() and any((path / name).exists() for name in ("status.json", "config.yaml", "launch.json"))
 
 
 def _max_steps(config: Path) -> int | None:
