@@ -125,22 +125,54 @@ def test_a_bad_commit_fails_in_one_line(pushed: dict, commit: str, message: str)
     assert done.stderr.startswith(message) and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
-def test_reproduce_passes_on_a_finished_run_and_fails_on_altered_metrics(pushed: dict) -> None:
-    job(pushed, pushed["a"], "to-reproduce", "original")
-    run_dir = pushed["root"] / "original" / "dev" / "to-reproduce"
-    done = run(pushed["project"], "uv", "run", "--frozen", DEFAULT_PACKAGE, "reproduce", str(run_dir))
-    assert "identical: the run was reproduced bit for bit" in done.stdout
-    reproduce = ["uv", "run", "--frozen", DEFAULT_PACKAGE, "reproduce", str(run_dir)]
-    partly = run(pushed["project"], *reproduce, "--steps", "20")
-    assert "every line logged in the first 20 steps was reproduced bit for bit; the weights were not" in partly.stdout
-    assert "the run was reproduced bit for bit" not in partly.stdout  # it claims only what it compared
+def test_reproduce_passes_on_a_finished_run_and_fails_on_altered_records(pushed: dict) -> None:
+    """The run is cloned through a remote URL with a password in it, as many users' https remotes hold: records
+    keep the URL without it, and job.sh and reproduce, started in the project, clone with the project's remote."""
+    secret = "https://alice:hunter2@git.example.com/me/exp.git"
+    public = "https://git.example.com/me/exp.git"
+    with Path(os.environ["GIT_CONFIG_GLOBAL"]).open("a") as config:  # only the URL with the password reaches it
+        config.write(f'[url "{pushed["remote"]}"]\n\tinsteadOf = {secret}\n')
+    subprocess.run(["git", "remote", "add", "credentialed", secret], cwd=pushed["project"], check=True)
+    env = {**os.environ, "RUNS_DIR": str(pushed["root"] / "original"), "JOB_CACHE": str(pushed["root"] / "cache-pw")}
+    try:
+        command = [str(pushed["project"] / "jobs" / "job.sh"), public, pushed["a"], "to-reproduce", *SHORT]
+        done = subprocess.run(command, cwd=pushed["project"], env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        run_dir = pushed["root"] / "original" / "dev" / "to-reproduce"
+        assert json.loads((run_dir / "provenance.json").read_text())["git"]["remote_url"] == public
+        stored = [*run_dir.rglob("*"), *(pushed["root"] / "cache-pw").glob("*.git/config")]
+        assert not [path for path in stored if path.is_file() and b"hunter2" in path.read_bytes()]
+
+        def reproduce(*args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+            command = ["uv", "run", "--frozen", DEFAULT_PACKAGE, "reproduce", str(run_dir), *args]
+            done = subprocess.run(command, cwd=pushed["project"], env=env, capture_output=True, text=True, timeout=900)
+            assert done.returncode == expect, done.stdout[-3000:] + done.stderr[-3000:]
+            return done
+
+        assert "identical: the run was reproduced bit for bit" in reproduce().stdout
+        partly = reproduce("--steps", "20")
+        assert "every line logged in the first 20 steps was reproduced bit for bit; the weights were not" in (
+            partly.stdout
+        )
+        assert "the run was reproduced bit for bit" not in partly.stdout  # it claims only what it compared
+    finally:
+        subprocess.run(["git", "remote", "remove", "credentialed"], cwd=pushed["project"], check=True)
+
     metrics = run_dir / "metrics.jsonl"
     rows = metrics.read_text().splitlines()
     altered = json.loads(rows[2])
     altered["train/loss"] += 1e-12
     metrics.write_text("\n".join([*rows[:2], json.dumps(altered), *rows[3:]]) + "\n")
-    failed = run(pushed["project"], "uv", "run", "--frozen", DEFAULT_PACKAGE, "reproduce", str(run_dir), expect=1)
+    failed = reproduce("--repo", pushed["remote"], expect=1)  # the URL given, instead of the recorded one
     assert f"step {altered['step']} train/loss" in failed.stdout
+
+    config = run_dir / "config.yaml"  # an edited config is named before anything runs again
+    config.write_text(config.read_text().replace("  lr: 0.003\n", "  lr: 0.002\n", 1))
+    refused = reproduce(expect=2)
+    assert refused.stderr.startswith("error: the run's records disagree") and "config.yaml does not hash" in (
+        refused.stderr
+    )
+    assert len(refused.stderr.splitlines()) == 1 and "reproducing" not in refused.stdout
 
 
 def test_a_submodule_commit_missing_upstream_fails_in_one_line(pushed: dict) -> None:

@@ -116,6 +116,52 @@ def test_git_state_tells_a_clean_checkout_from_a_dirty_one(tmp_path: Path) -> No
     assert b"+changed" in provenance.diff(tmp_path)
 
 
+PASSWORD_URL = "https://alice:hunter2@git.example.com/me/exp.git"  # pragma: allowlist secret
+TOKEN_URL = "https://oauth2:glpat-AbCdEfGhIjKlMnOpQrSt@gitlab.com/me/exp.git"  # pragma: allowlist secret
+TOKEN_USER_URL = "https://" + GITHUB_PAT + "@github.com/me/exp.git"
+SUBMODULE_URL = "https://u:s3cret@h.example/lib.git"  # pragma: allowlist secret
+
+
+@pytest.mark.parametrize(
+    ("url", "stored"),
+    [
+        (PASSWORD_URL, "https://git.example.com/me/exp.git"),
+        (TOKEN_URL, "https://gitlab.com/me/exp.git"),
+        (TOKEN_USER_URL, "https://github.com/me/exp.git"),
+        ("ssh://git@host.example.com/me/exp.git", "ssh://git@host.example.com/me/exp.git"),  # a user, no secret
+        ("git@github.com:me/exp.git", "git@github.com:me/exp.git"),
+        ("/srv/git/exp.git", "/srv/git/exp.git"),
+    ],
+)
+def test_stored_urls_keep_no_credentials(url: str, stored: str) -> None:
+    assert provenance.public_url(url) == stored
+
+
+def test_the_remote_and_the_submodules_are_recorded_without_their_passwords(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def git(*args: str, cwd: Path) -> None:
+        command = ["git", "-c", "user.name=T", "-c", "user.email=t@e.org", "-c", "protocol.file.allow=always", *args]
+        subprocess.run(command, cwd=cwd, check=True, capture_output=True)
+
+    library, project = tmp_path / "library", tmp_path / "project"
+    library.mkdir()
+    project.mkdir()
+    git("init", "--quiet", cwd=library)
+    git("commit", "--quiet", "--allow-empty", "-m", "lib", cwd=library)
+    git("init", "--quiet", "--initial-branch=main", cwd=project)
+    git("submodule", "--quiet", "add", str(library), "external/library", cwd=project)
+    git("config", "--file", ".gitmodules", "submodule.external/library.url", SUBMODULE_URL, cwd=project)
+    git("remote", "add", "origin", PASSWORD_URL, cwd=project)
+    git("commit", "--quiet", "-am", "first", cwd=project)
+    assert provenance.git_state(project)["remote_url"] == "https://git.example.com/me/exp.git"
+    monkeypatch.setattr(provenance, "HydraConfig", FakeHydra)
+    cfg = OmegaConf.create({"run_name": "r", "main_tag": "dev", "tags": [], "trainer": {"num_threads": 1}})
+    found = provenance.collect(project, cfg, "0" * 64)
+    assert [module["url"] for module in found["submodules"]] == ["https://h.example/lib.git"]
+    assert "hunter2" not in json.dumps(found) and "s3cret" not in json.dumps(found)
+
+
 def test_outside_git_nothing_is_invented(tmp_path: Path) -> None:
     assert provenance.git_state(tmp_path) == {
         "commit": None,

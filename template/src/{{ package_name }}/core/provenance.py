@@ -6,6 +6,8 @@ index, restart count), the container image digest when the launcher passes it (C
 command line, overrides, config hash, tags and start time. The environment is recorded without its secrets: a
 variable whose name looks secret (KEY, TOKEN, SECRET, PASSWORD, *_PAT, ...) loses its whole value, and every
 other value loses the passwords in its URLs and anything shaped like an access token (see `without_secrets`).
+The remote's and the submodules' URLs are recorded without credentials (`public_url`): whoever runs the commit
+again clones with their own (job.sh takes them from the clone it starts in).
 """
 
 from __future__ import annotations
@@ -68,7 +70,13 @@ def collect(root: Path, cfg: DictConfig, config_sha256: str) -> dict[str, Any]:
         "run": run,
         "git": git_state(root),
         "submodules": [
-            {"path": p.path, "url": p.url, "pinned": p.pinned, "checked_out": p.checked_out, "dirty": p.dirty}
+            {
+                "path": p.path,
+                "url": public_url(p.url),
+                "pinned": p.pinned,
+                "checked_out": p.checked_out,
+                "dirty": p.dirty,
+            }
             for p in pins(root)
         ],
         "uv_lock_sha256": file_sha256(root / "uv.lock"),
@@ -110,7 +118,7 @@ def git_state(root: Path) -> dict[str, Any]:
     return {
         "commit": git_output(root, "rev-parse", "HEAD"),
         "branch": git_output(root, "rev-parse", "--abbrev-ref", "HEAD"),
-        "remote_url": git_output(root, "config", "--get", "remote.origin.url") or None,
+        "remote_url": public_url(git_output(root, "config", "--get", "remote.origin.url")) or None,
         "dirty": bool(status),
         "diff_sha256": hashlib.sha256(changes).hexdigest() if status else None,
     }
@@ -145,6 +153,17 @@ def without_secrets(value: str) -> str:
         return f"{url['scheme']}{REDACTED}@" if TOKEN_AS_USER.fullmatch(url["user"]) else url[0]
 
     return TOKEN.sub(REDACTED, URL_USERINFO.sub(userinfo, value))
+
+
+def public_url(url: str) -> str:
+    """A URL as records keep it: without a userinfo that holds a password or a token (`https://u:<password>@h/r` ->
+    `https://h/r`); a plain user name (`ssh://git@h/r`) stays, as it is no secret and ssh needs it."""
+
+    def userinfo(found: re.Match[str]) -> str:
+        secret = found["password"] is not None or TOKEN_AS_USER.fullmatch(found["user"])
+        return found["scheme"] if secret else found[0]
+
+    return URL_USERINFO.sub(userinfo, url)
 
 
 def file_sha256(path: Path) -> str | None:
