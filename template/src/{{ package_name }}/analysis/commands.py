@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..core.config import PACKAGE
 from ..core.errors import fail
-from ..launch.status import runs_dir
+from ..core.runs import runs_root
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,12 +54,12 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     plot = commands.add_parser(
         "plot",
         help="a metric against the step, one line per run, coloured by a swept setting; seeds averaged",
-        description="Draw METRIC from each run's metrics.jsonl against the step, coloured by one setting. Runs "
-        "that differ only by their seed become one mean line inside a band from the lowest to the highest seed. "
-        "Prints the path of the PNG written.",
+        description="Draw METRIC from each run's metrics.jsonl against the step, one panel per main tag, coloured "
+        "by one setting. Runs that differ only by their seed become one mean line inside a band from the lowest to "
+        "the highest seed; labels name the settings that differ within the panel. Prints the path of the file written.",
     )
     plot.add_argument("metric", metavar="METRIC", help="a logged metric, e.g. val/loss, val/acc, train/loss, lr")
-    plot.add_argument("--tag", help="only the runs of this main_tag (default: every main tag)")
+    plot.add_argument("--tag", help="only the runs of this main_tag (default: every main tag, each in its own panel)")
     plot.add_argument(
         "--by", metavar="SETTING", help="colour by this dotted setting, e.g. optim.lr (default: the first swept one)"
     )
@@ -91,14 +91,14 @@ def run(args: argparse.Namespace, project_root: Path) -> bool:
     elif args.command == "plot":
         from .plots import default_out, plot
 
-        root = runs_dir(project_root)
+        root = runs_root(project_root)
         out = args.out or default_out(root, args.metric, args.tag)
         plot(root, args.metric, args.tag, args.by, out)
         print(out)
     elif args.command == "tags":
         from .tags import report
 
-        print("\n".join(report(runs_dir(project_root), project_root)))
+        print("\n".join(report(runs_root(project_root), project_root)))
     else:
         return False
     return True
@@ -109,7 +109,7 @@ def _table(args: argparse.Namespace, project_root: Path) -> pd.DataFrame:
     `table.frame`, which builds the same columns whatever they came from."""
     from .table import collect, frame
 
-    root = runs_dir(project_root)
+    root = runs_root(project_root)
     if args.source == "mlflow":
         from . import from_mlflow
 

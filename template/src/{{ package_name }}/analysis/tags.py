@@ -13,8 +13,9 @@ from pathlib import Path
 import yaml
 
 from ..core.errors import fail
+from ..core.runs import main_tags, run_dirs
+from ..launch.observe import observe_all
 from ..launch.status import ORDER
-from . import folders
 
 TAGS_FILE = Path("configs") / "tags.yaml"
 NO_NOTE = f"(no note: add one to {TAGS_FILE})"
@@ -46,23 +47,20 @@ def missing_note(project_root: Path, main_tag: str) -> str | None:
 def report(runs_dir: Path, project_root: Path) -> list[str]:
     """One line per main tag, with a run folder or a note: its runs by state, then its note."""
     noted = notes(project_root)
-    rows = [
-        (tag, _counts(runs_dir / tag), noted.get(tag) or NO_NOTE)
-        for tag in sorted({*folders.main_tags(runs_dir), *noted})
-    ]
+    rows = [(tag, _counts(runs_dir, tag), noted.get(tag) or NO_NOTE) for tag in sorted({*main_tags(runs_dir), *noted})]
     if not rows:
         return [f"no main tags yet: no runs in {runs_dir} and no notes in {project_root / TAGS_FILE}"]
     widths = [max(len(row[column]) for row in rows) for column in (0, 1)]
     return [f"{tag.ljust(widths[0])}  {counts.ljust(widths[1])}  {note}" for tag, counts, note in rows]
 
 
-def _counts(tag_dir: Path) -> str:
+def _counts(runs_dir: Path, tag: str) -> str:
     """The runs of one main tag counted by state, in status's order: "8 runs: 6 finished, 2 failed"."""
-    run_dirs = [run_dir for run_dir in sorted(tag_dir.iterdir()) if folders.is_run(run_dir)] if tag_dir.is_dir() else []
-    states = Counter(folders.state(run_dir) for run_dir in run_dirs)
+    found = run_dirs(runs_dir, tag) if (runs_dir / tag).is_dir() else []
+    states = Counter(seen.state for seen in observe_all(found))
     ordered = sorted(states, key=lambda state: ORDER.index(state) if state in ORDER else len(ORDER))
-    total = f"{len(run_dirs)} run{'s' * (len(run_dirs) != 1)}"
-    return f"{total}: {', '.join(f'{states[state]} {state}' for state in ordered)}" if run_dirs else "no runs"
+    total = f"{len(found)} run{'s' * (len(found) != 1)}"
+    return f"{total}: {', '.join(f'{states[state]} {state}' for state in ordered)}" if found else "no runs"
 
 
 def _is_note(note: object) -> bool:
