@@ -92,6 +92,10 @@ def test_package_name_is_derived_from_the_project_name(project_name: str, packag
         ("{url: https://x/y.git}", 'external_deps must be {form}; got {{"url": "https://x/y.git"}}.'),
         ("[https://x/y.git, 3]", "external_deps entry 3 is not a git URL: external_deps must be {form}."),
         ('["https://x/y.git @v1"]', 'external_deps entry "https://x/y.git @v1" is not a git URL'),
+        # Not YAML at all: Copier parses a yaml answer before its validator runs, so these are taken as text.
+        ("notalist: [", 'external_deps must be {form}; got "notalist: [".'),
+        ("[https://x/y.git", 'external_deps must be {form}; got "[https://x/y.git".'),
+        ('["https://x/y.git]', 'external_deps must be {form}; got "[\\"https://x/y.git]".'),
     ],
 )
 def test_a_malformed_external_deps_answer_gets_a_hint_with_the_expected_form(

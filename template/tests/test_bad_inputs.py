@@ -55,6 +55,32 @@ def removed(relative: str) -> Prepare:
     return prepare
 
 
+def config_file(relative: str, text: str) -> Prepare:
+    """A config file the user wrote, in the scratch folder's config tree (rows find it with hydra.searchpath)."""
+
+    @contextlib.contextmanager
+    def prepare(runs: Path, scratch: Path) -> Iterator[None]:
+        (scratch / "configs" / relative).write_text(text)
+        yield
+
+    return prepare
+
+
+# Where `copier update` leaves both sides of a line that the user and the template changed.
+CONFLICT = "<<<<<<< before updating\nseed: 0\n=======\nseed: 1\n>>>>>>> after updating\n"
+CONFLICT_LINE = (ROOT / "configs" / "train.yaml").read_text().splitlines().index("seed: 0") + 1
+
+
+@contextlib.contextmanager
+def updated_with_a_conflict(runs: Path, scratch: Path) -> Iterator[None]:
+    """The project's config tree as an update left it, with conflict markers in train.yaml (rows pass
+    --config-path: the project's own configs stay as they are)."""
+    shutil.copytree(ROOT / "configs", scratch / "updated")
+    train = scratch / "updated" / "train.yaml"
+    train.write_text(train.read_text().replace("seed: 0\n", CONFLICT, 1))
+    yield
+
+
 @contextlib.contextmanager
 def locked_by_another_process(runs: Path, scratch: Path) -> Iterator[None]:
     holder = subprocess.Popen(
@@ -131,7 +157,7 @@ ROWS = {
     "plus-model-key": Row(["+model.foo=1"], 2, "error: model.foo is not a setting here: remove it"),
     "plus-root-key": Row(["+foo=1"], 2, "error: foo is not a setting here: remove it"),
     "misspelled-key": Row(["optim.lrr=1e-3"], 2, "error: Could not override 'optim.lrr'. Key 'lrr' not in"),
-    "no-steps": Row(["trainer.max_steps=0", "sched.warmup_steps=0"], 2, "error: trainer.max_steps=0 must be >= 1"),
+    "no-steps": Row(["trainer.max_steps=0"], 2, "error: trainer.max_steps=0 must be >= 1"),
     "steps-text": Row(["trainer.max_steps=many"], 2, "error: Error merging override trainer.max_steps=many"),
     "stop-after-end": Row(["trainer.stop_at_step=5000"], 2, "error: trainer.stop_at_step=5000 must lie between"),
     "device": Row(["trainer.device=tpu"], 2, "error: trainer.device=tpu is not a device"),
@@ -156,6 +182,31 @@ ROWS = {
         ["hydra.searchpath=[file://{scratch}/configs]", "experiment=headless"],
         2,
         "configs/experiment/headless.yaml must start with the line `# @package _global_`",
+    ),
+    "experiment-not-yaml": Row(
+        ["hydra.searchpath=[file://{scratch}/configs]", "experiment=broken"],
+        2,
+        "broken.yaml line 4: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence at line 3)",
+        prepare=config_file("experiment/broken.yaml", "# @package _global_\nmodel:\n  hidden_sizes: [64\n"),
+    ),
+    "update-conflict-markers": Row(
+        ["--config-path={scratch}/updated"],
+        2,
+        f"train.yaml line {CONFLICT_LINE}: an update left conflict markers (<<<<<<<, =======, >>>>>>>) here: resolve",
+        prepare=updated_with_a_conflict,
+    ),
+    "sweep-conflict-markers": Row(
+        ["hydra.searchpath=[file://{scratch}/configs]", "experiment=conflicted", "seed=0,1"],
+        2,
+        "conflicted.yaml line 2: an update left conflict markers",
+        prepare=config_file("experiment/conflicted.yaml", f"# @package _global_\n{CONFLICT}"),
+        command=SWEEP,
+    ),
+    "override-grammar-launch": Row(
+        ["launch", "--dry-run", "--", "optim.lr=[1,"],
+        2,
+        f"(check the override against `python -m {PACKAGE}.train --cfg job`)",
+        command=CLI,
     ),
     "no-such-model": Row(["model=nonexistent"], 2, "error: In 'train': Could not find 'model/nonexistent'"),
     "heads-do-not-divide": Row(
@@ -193,6 +244,13 @@ ROWS = {
         prepare=damage("dev/paused/checkpoints/latest", b"\x00garbage"),
         touches="paused",
     ),
+    "latest-deleted": Row(
+        [*SHORT, KEEP_ALL, "run_name=paused"],
+        0,
+        "latest is missing: using the newest checkpoint in the manifest",
+        prepare=removed("dev/paused/checkpoints/latest"),
+        touches="paused",
+    ),
     "disk-full": Row(
         [*SHORT, "run_name=paused"],
         74,
@@ -212,6 +270,34 @@ ROWS = {
         1,
         "error: the loss became non-finite (nan or inf) at step ",
         touches="diverged",
+    ),
+    "inputs-not-finite": Row(
+        [*SHORT, "data.noise_std=inf", "run_name=nan_inputs"],
+        1,
+        "error: the loss became non-finite (nan or inf) at step 1: before any update, so it comes from the data",
+        touches="nan_inputs",
+    ),
+    "eval-config-not-yaml": Row(
+        ["eval", "{runs}/dev/finished"],
+        2,
+        "config.yaml line 3: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence at line 2): "
+        "the run's saved config is damaged; restore it",
+        prepare=damage("dev/finished/config.yaml", b"model:\n  hidden_sizes: [64\n"),
+        command=CLI,
+    ),
+    "eval-config-not-settings": Row(
+        ["eval", "{runs}/dev/finished"],
+        2,
+        "config.yaml holds a list, not settings: the run's saved config is damaged",
+        prepare=damage("dev/finished/config.yaml", b"- model\n"),
+        command=CLI,
+    ),
+    "sample-config-cut-short": Row(
+        ["sample", "{runs}/dev/finished"],
+        2,
+        "config.yaml lacks the data settings: the run's saved config is damaged",
+        prepare=damage("dev/finished/config.yaml", b"model:\n  hidden_sizes:\n  - 64\n"),
+        command=CLI,
     ),
     "reproduce-without-metrics": Row(
         ["reproduce", "{runs}/dev/finished"],

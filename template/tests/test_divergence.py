@@ -25,6 +25,14 @@ def test_the_first_non_finite_step_is_named_even_past_the_buffer() -> None:
     assert found.value.step == 6
 
 
+def test_a_non_finite_first_loss_is_blamed_on_the_data_or_the_model_not_the_learning_rate() -> None:
+    watch = divergence.DivergenceWatch(4, torch.device("cpu"), ALONE)
+    watch.record(1, torch.tensor(float("nan")))
+    with pytest.raises(divergence.Diverged, match="at step 1: before any update") as found:
+        watch.check()
+    assert "from the data or the model" in str(found.value) and "lower optim.lr" not in str(found.value)
+
+
 def test_finite_losses_pass() -> None:
     watch = divergence.DivergenceWatch(3, torch.device("cpu"), ALONE)
     for step in range(1, 11):

@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("run_dir", type=Path, help="the run's folder, runs/<main_tag>/<run_name>")
     again.add_argument("--steps", type=int, default=None, help="re-run and compare only the first N steps")
+    again.add_argument(
+        "--repo",
+        metavar="URL",
+        help="clone the run's commit from URL (default: the recorded remote, with this project's credentials for it)",
+    )
     evaluation = commands.add_parser(
         "eval",
         help="evaluate a run's latest or best checkpoint on its validation or test split; writes eval.json",
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
             fail([f"--steps must be at least 1, not {args.steps}"])
         from .proof.reproduce import reproduce  # loads Hydra only for this command
 
-        reproduce(args.run_dir, args.steps)
+        reproduce(args.run_dir, args.steps, args.repo)
     elif args.command == "eval":
         from .core.evaluation import evaluate_run  # loads torch only for this command
 
@@ -189,9 +194,10 @@ def main(argv: list[str] | None = None) -> None:
             fail(["the search needs Optuna, which is not installed: run `uv sync --extra search`"])
         search(args.space, args.study, args.backend, args.parallel, args.poll_s)
     elif args.command == "status":
+        from .core.runs import runs_root
         from .launch import status
 
-        print("\n".join(status.report(status.runs_dir(Path(__file__).resolve().parents[2]), args.tag)))
+        print("\n".join(status.report(runs_root(Path(__file__).resolve().parents[2]), args.tag)))
     elif args.command == "jobs-cache":
         if args.action == "prune" and args.keep < 0:
             fail([f"--keep must be 0 or more, not {args.keep}"])

@@ -39,14 +39,15 @@ def problems(cfg: DictConfig, on_this_machine: bool = True) -> list[str]:
             found.append(f"trainer.{key}={trainer[key]} must be >= 1")
     if trainer.num_workers < 0:
         found.append(f"trainer.num_workers={trainer.num_workers} must be >= 0")
-    if trainer.stop_at_step is not None and not 0 < trainer.stop_at_step < trainer.max_steps:
+    budget = trainer.max_steps >= 1  # without one, the settings measured against it are not wrong themselves
+    if budget and trainer.stop_at_step is not None and not 0 < trainer.stop_at_step < trainer.max_steps:
         found.append(
             f"trainer.stop_at_step={trainer.stop_at_step} must lie between 1 and trainer.max_steps - 1, or be null"
         )
     if trainer.grad_clip_norm is not None and trainer.grad_clip_norm <= 0:
         found.append(f"trainer.grad_clip_norm={trainer.grad_clip_norm} must be > 0, or null to turn clipping off")
     warmup = cfg.sched.get("warmup_steps", 0)
-    if warmup < 0 or warmup > trainer.max_steps:
+    if warmup < 0 or budget and warmup > trainer.max_steps:
         found.append(
             f"sched.warmup_steps={warmup} must lie between 0 and trainer.max_steps={trainer.max_steps}: "
             "lower the warmup or raise the step budget"

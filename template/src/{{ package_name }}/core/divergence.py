@@ -16,10 +16,14 @@ NONE = torch.iinfo(torch.int64).max
 
 class Diverged(Exception):
     def __init__(self, step: int) -> None:
-        super().__init__(
-            f"the loss became non-finite (nan or inf) at step {step}: the run diverged; lower optim.lr, or clip "
-            "gradients with trainer.grad_clip_norm"
+        # The first step's loss is computed before any update: the learning rate cannot have made it non-finite.
+        cause = (
+            "before any update, so it comes from the data or the model (a nan or inf in the inputs, the initial "
+            "weights, the objective), not from the learning rate: check them"
+            if step == 1
+            else "the run diverged; lower optim.lr, or clip gradients with trainer.grad_clip_norm"
         )
+        super().__init__(f"the loss became non-finite (nan or inf) at step {step}: {cause}")
         self.step = step
 
 

@@ -18,8 +18,10 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import NoReturn
 
+import yaml
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 
 FAILED = 1
@@ -32,6 +34,9 @@ INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 # Hydra raises these while it composes the config from files and overrides, before our code runs: they
 # mean a bad override or config file, not a bug.
 COMPOSITION_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException)
+
+# What `git merge-file` writes where both sides changed the same lines, as `copier update` does.
+CONFLICT_MARKERS = re.compile(r"^(<<<<<<<|=======|>>>>>>>)( |$)", re.MULTILINE)
 
 
 def fail(lines: Iterable[str], code: int = USAGE_ERROR, *, at_once: bool = False) -> NoReturn:
@@ -59,6 +64,10 @@ def one_line_config_errors(hint: str) -> Iterator[None]:
         yield
     except COMPOSITION_ERRORS as error:
         fail([f"{_condense(error)} ({_advice(error) or hint})"])
+    except yaml.MarkedYAMLError as error:  # Hydra lets PyYAML's error about a config file through as it is
+        if (path := _yaml_file(error)) is None:
+            raise
+        fail([yaml_problem(path, error, advice="fix the file's YAML there")])
     finally:
         os.environ.pop("HYDRA_FULL_ERROR", None)  # child processes get Hydra's usual reporting
 
@@ -82,3 +91,33 @@ def _condense(error: BaseException) -> str:
             if line.strip() and not detail and not line.startswith("To append to your config"):
                 parts.append(line.strip())
     return " ".join(dict.fromkeys(parts))
+
+
+def yaml_problem(path: Path, error: yaml.YAMLError, advice: str) -> str:
+    """What is wrong with the YAML file `path` and `advice`, on one line that names the line; conflict markers that
+    an update left are named as such, with what to do about them."""
+    shown = os.path.relpath(path) if path.resolve().is_relative_to(Path.cwd()) else str(path)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        text = ""
+    if found := CONFLICT_MARKERS.search(text):
+        line = text.count("\n", 0, found.start()) + 1
+        return (
+            f"{shown} line {line}: an update left conflict markers (<<<<<<<, =======, >>>>>>>) here: resolve them, "
+            "keeping the lines you want and deleting the markers (README: Updating your project, Conflicts)"
+        )
+    where, what = "", str(error).splitlines()[0]
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        where = f" line {error.problem_mark.line + 1}"
+        what = error.problem or what
+        if error.context and error.context_mark is not None:
+            what += f" ({error.context} at line {error.context_mark.line + 1})"
+    return f"{shown}{where}: {what}: {advice}"
+
+
+def _yaml_file(error: yaml.MarkedYAMLError) -> Path | None:
+    """The file PyYAML was reading, when it was reading one (not a string)."""
+    mark = error.problem_mark or error.context_mark
+    path = Path(mark.name) if mark is not None and mark.name else None
+    return path if path is not None and path.is_file() else None

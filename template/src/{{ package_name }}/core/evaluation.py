@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
@@ -19,12 +20,16 @@ from .batches import evaluation_batches
 from .checkpoint import CheckpointDir, CheckpointUnreadable
 from .config import project_path
 from .determinism import make_deterministic
-from .errors import fail
+from .errors import fail, yaml_problem
 from .files import write_json
 from .hashing import params_sha256
 from .precision import Precision
 
 Batch = tuple[torch.Tensor, ...]
+
+# What `eval` and `sample` read from a run's saved config.
+SAVED_GROUPS = ("model", "data", "objective", "trainer", "paths")
+DAMAGED = "the run's saved config is damaged; restore it from a copy of the run (provenance.json has its command)"
 
 
 @torch.no_grad()
@@ -77,12 +82,25 @@ def evaluate_run(run_dir: Path, split: str, which: str) -> dict[str, Any]:
     return result
 
 
-def saved_config(run_dir: Path) -> DictConfig:
-    """A run's saved config; one line and exit 2 when `run_dir` is not a run."""
-    if not (run_dir / "config.yaml").is_file():
+def saved_config(run_dir: Path, needs: Iterable[str] = SAVED_GROUPS) -> DictConfig:
+    """A run's saved config, holding the groups it `needs`; one line and exit 2 when `run_dir` is not a run or its
+    config is damaged."""
+    path = run_dir / "config.yaml"
+    if not path.is_file():
         fail([f"{run_dir} has no config.yaml: pass the folder of a run (runs/<main_tag>/<run_name>)"])
-    cfg = OmegaConf.load(run_dir / "config.yaml")
-    assert isinstance(cfg, DictConfig)
+    try:
+        cfg = OmegaConf.load(path)
+    except yaml.YAMLError as error:
+        fail([yaml_problem(path, error, DAMAGED)])
+    except UnicodeDecodeError as error:
+        fail([f"{path} is not text ({error.reason} at byte {error.start}): {DAMAGED}"])
+    except OSError as error:  # also what OmegaConf raises for a file that holds one value (errno None)
+        fail([f"cannot read {path} ({error.strerror}): make it readable" if error.errno is not None
+              else f"{path} holds one value, not settings: {DAMAGED}"])  # fmt: skip
+    if not isinstance(cfg, DictConfig):
+        fail([f"{path} holds a list, not settings: {DAMAGED}"])
+    if missing := [key for key in needs if not isinstance(cfg.get(key), DictConfig)]:
+        fail([f"{path} lacks the {', '.join(missing)} settings: {DAMAGED}"])
     return cfg
 
 
