@@ -223,3 +223,13 @@ def test_a_damaged_latest_pointer_falls_back_to_the_manifest(tmp_path: Path) -> 
     directory = saved(tmp_path, [100, 200])
     (tmp_path / "checkpoints" / "latest").write_bytes(b"\x00\xffgarbage")
     assert directory.load_latest()["step"] == 200
+
+
+def test_a_missing_latest_pointer_is_reported_and_the_newest_checkpoint_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = saved(tmp_path, [100, 200])
+    (tmp_path / "checkpoints" / "latest").unlink()
+    with caplog.at_level(logging.WARNING):
+        assert directory.load_latest()["step"] == 200
+    assert "latest is missing: using the newest checkpoint in the manifest" in caplog.text

@@ -4,12 +4,17 @@ store (wandb's run files, MLflow's `search_runs` and metric history) and compare
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 
@@ -72,10 +77,34 @@ def wandb_steps(runs_dir: Path) -> list[int | None]:
     return [record.step for record in from_wandb.from_files(runs_dir)]
 
 
-def start(runs_dir: Path, data_dir: Path, *overrides: str, env: dict[str, str]) -> subprocess.Popen[str]:
+@dataclass(frozen=True)
+class Started:
+    process: subprocess.Popen[bytes]
+    output: Path
+
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout: float) -> None:
+        """Wait for `condition`, and stop waiting at once, with the process's output, if the process ends."""
+        wait_for(lambda: condition() or self.process.poll() is not None, what, timeout=timeout)
+        assert condition(), (
+            f"exited with {self.process.returncode} while waiting for {what}:\n{self.output.read_text()[-3000:]}"
+        )
+
+
+@contextlib.contextmanager
+def training(runs_dir: Path, data_dir: Path, *overrides: str, env: dict[str, str]) -> Iterator[Started]:
+    """A training process in a process group of its own, its output in a file. However the test ends, a failed
+    wait included, the group is killed on leaving: no paused run outlives its test. (wandb's service, in its own
+    session, exits with the process it serves.)"""
     env = {**os.environ, **env, "RUNS_DIR": str(runs_dir), "DATA_DIR": str(data_dir)}
     command = [sys.executable, "-m", f"{PACKAGE}.train", "trainer.progress_bar=false", *overrides]
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with tempfile.NamedTemporaryFile(prefix="training-", suffix=".log", dir=runs_dir.parent, delete=False) as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True)
+    try:
+        yield Started(process, Path(out.name))
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the group is gone once every process in it has ended
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def paused_at(step: int, marker: Path) -> dict[str, str]:
@@ -86,17 +115,17 @@ def test_each_step_reaches_every_tracker_once_through_a_kill_and_a_requeue(
     run_training: RunTraining, data_dir: Path, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
-    killed = start(runs, data_dir, ALL, *SHORT, env=paused_at(35, tmp_path / "at35"))
-    wait_for(lambda: (tmp_path / "at35").exists(), "the run to reach step 35", timeout=300)
-    # Paused at 35: the checkpoint at 30 is durable, so wandb receives the steps up to 30, and none after.
-    wait_for(lambda: wandb_steps(runs) == [30], "wandb to hold the steps up to 30", timeout=120)
-    killed.send_signal(signal.SIGKILL)  # past the checkpoint at 30: steps 31-35 were never published
-    killed.wait()
+    with training(runs, data_dir, ALL, *SHORT, env=paused_at(35, tmp_path / "at35")) as killed:
+        killed.wait_for(lambda: (tmp_path / "at35").exists(), "the run to reach step 35", timeout=300)
+        # Paused at 35: the checkpoint at 30 is durable, so wandb receives the steps up to 30, and none after.
+        killed.wait_for(lambda: wandb_steps(runs) == [30], "wandb to hold the steps up to 30", timeout=120)
+        killed.process.send_signal(signal.SIGKILL)  # past the checkpoint at 30: steps 31-35 were never published
+        killed.process.wait()
     assert [record.state for record in from_wandb.from_files(runs)] == ["unfinished"]  # it never closed
-    requeued = start(runs, data_dir, ALL, *SHORT, env=paused_at(45, tmp_path / "at45"))
-    wait_for(lambda: (tmp_path / "at45").exists(), "the resumed run to reach step 45", timeout=300)
-    requeued.send_signal(signal.SIGTERM)  # as Slurm does before a requeue: save at 45, publish, exit 75
-    assert requeued.wait(timeout=300) == 75, requeued.communicate()[1]
+    with training(runs, data_dir, ALL, *SHORT, env=paused_at(45, tmp_path / "at45")) as requeued:
+        requeued.wait_for(lambda: (tmp_path / "at45").exists(), "the resumed run to reach step 45", timeout=300)
+        requeued.process.send_signal(signal.SIGTERM)  # as Slurm does before a requeue: save at 45, publish, exit 75
+        assert requeued.process.wait(timeout=300) == 75, requeued.output.read_text()[-3000:]
     assert [record.state for record in from_wandb.from_files(runs)] == ["preempted"]
     finished = run_training(runs, ALL, *SHORT, env=CANARY)
     assert finished.returncode == 0, finished.stderr
@@ -121,7 +150,7 @@ def test_each_step_reaches_every_tracker_once_through_a_kill_and_a_requeue(
 def test_trackers_whose_service_fails_stop_nothing_and_no_secret_is_written(
     run_training: RunTraining, tmp_path: Path, unused_port: int
 ) -> None:
-    secret = "wandb-key-that-must-never-be-written-0123456789"  # pragma: allowlist secret
+    secret = f"wandb-key-that-must-never-be-written-{secrets.token_hex(8)}"  # not in this file, nor its diff
     runs = tmp_path / "runs"
     uri, artifacts = f"sqlite:///{runs}/mlflow.db", str(runs / "mlflow-artifacts")
     mlflow_store.prepare(uri, artifacts)
@@ -155,3 +184,50 @@ def test_trackers_whose_service_fails_stop_nothing_and_no_secret_is_written(
     written = [path for path in runs.rglob("*") if path.is_file()]
     assert [path for path in written if secret.encode() in path.read_bytes()] == []
     assert secret not in output
+
+
+# Secrets in the environment of a run, as a cluster or a CI job sets them: by a secret-looking name, as a URL's
+# password, as a token under a plain name. provenance.json keeps them redacted; trackers get no environment. Drawn
+# afresh, so that no copy of them (in this file, in a dirty tree's dirty.patch) can be mistaken for a leak.
+TOKEN, PASSWORD, GITHUB_TOKEN = secrets.token_hex(12), secrets.token_hex(12), "ghp_" + secrets.token_hex(18)
+SECRETS = {
+    "MY_SERVICE_TOKEN": TOKEN,
+    "DATABASE_URL": f"postgres://trainer:{PASSWORD}@db.example:5432/runs",
+    "PLAIN_SETTING": GITHUB_TOKEN,
+}
+SECRET_PARTS = (TOKEN, PASSWORD, GITHUB_TOKEN)
+
+
+def test_no_secret_of_the_environment_reaches_a_tracker(run_training: RunTraining, tmp_path: Path) -> None:
+    """Read back from each tracker's own store (wandb's records, MLflow's params and tags) and from every file the
+    run left: the trackers got the run's config and provenance, and not one secret of its environment."""
+    runs = tmp_path / "runs"
+    short = ["trainer.max_steps=20", "sched.warmup_steps=5", "trainer.eval_every=10", "trainer.ckpt_every=10"]
+    done = run_training(runs, ALL, "logger.wandb.mode=offline", *short, env=SECRETS)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (runs / "dev").iterdir()
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["environment"]["MY_SERVICE_TOKEN"] == "<redacted>"  # provenance.json keeps them redacted
+
+    ids = json.loads((run_dir / "trackers.json").read_text())
+    (wandb_file,) = wandb_files.attempt_files(run_dir / "wandb", ids["wandb"])
+    kept = {"config": {}, "summary": {}}
+    for record in wandb_files.records(wandb_file):
+        kind = record.WhichOneof("record_type")
+        if kind in ("run", "config"):  # the config comes with the run's start, and with any later update
+            kept["config"] |= wandb_files.items((record.run.config if kind == "run" else record.config).update)
+        elif kind == "summary":
+            kept["summary"] |= wandb_files.items(record.summary.update)
+        data = record.SerializeToString()
+        assert not [part for part in SECRET_PARTS if part.encode() in data], f"in wandb's {kind} record"
+    assert kept["config"]["optim"]["lr"] == 3e-3
+    assert kept["summary"]["provenance"]["git"]["commit"] == provenance["git"]["commit"]
+
+    (in_mlflow,) = mlflow_runs(runs, "dev")
+    assert in_mlflow.data.tags["commit"] == provenance["git"]["commit"]
+    assert in_mlflow.data.params["optim.lr"] == "0.003"
+    stored = json.dumps([in_mlflow.data.params, in_mlflow.data.tags, in_mlflow.data.metrics])
+    assert [part for part in SECRET_PARTS if part in stored] == [], "in MLflow's params, tags or metrics"
+
+    written = {path: path.read_bytes() for path in runs.rglob("*") if path.is_file()}
+    assert [(path, part) for path, data in written.items() for part in SECRET_PARTS if part.encode() in data] == []

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from conftest import PACKAGE, ROOT, RunTraining
@@ -63,6 +65,25 @@ def test_run_folder_holds_the_resolved_config_and_one_line_per_logged_step(defau
     assert [line["step"] for line in lines] == list(range(10, 601, 10))
     assert all("train/loss" in line for line in lines)
     assert [line["step"] for line in lines if "val/acc" in line] == list(range(100, 601, 100))
+
+
+def test_the_logged_learning_rate_follows_the_schedule_step_by_step(default_run: Path) -> None:
+    """After step s the optimizer has taken s steps, and the schedule s steps too: the lr logged at s is the
+    schedule's, built alone from the saved config and stepped s times."""
+    saved = OmegaConf.load(default_run / "config.yaml")
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([parameter], lr=saved.optim.lr)
+    schedule = instantiate(saved.sched, _convert_="all")(optimizer)
+    expected = {}
+    for step in range(1, saved.trainer.max_steps + 1):
+        optimizer.step()
+        schedule.step()
+        expected[step] = schedule.get_last_lr()[0]
+    logged = {
+        line["step"]: line["lr"] for line in map(json.loads, (default_run / "metrics.jsonl").read_text().splitlines())
+    }
+    assert logged == pytest.approx({step: expected[step] for step in logged}, rel=1e-12)
+    assert len(set(logged.values())) > 1  # a schedule that moves, so that a rate stuck at its start shows above
 
 
 def test_provenance_records_the_code_and_never_a_secret(default_run: Path) -> None:

@@ -9,8 +9,9 @@ Layout of `<run folder>/checkpoints/`:
 
 A save writes the checkpoint, then the manifest, then `latest`, each atomically, so a crash at any moment
 leaves the previous checkpoint usable. On load, a checkpoint whose checksum fails is reported and skipped,
-and the one before it is used. A damaged `manifest.json` or `latest` is reported too: each checkpoint is then
-checked by loading it (a file at its final name was put there whole, by a rename).
+and the one before it is used. A damaged `manifest.json` is reported too: each checkpoint is then checked by
+loading it (a file at its final name was put there whole, by a rename). A damaged or missing `latest` is reported,
+and the newest checkpoint in the manifest that passes its checksum is used.
 
 What a save adds to `torch.save` and its fsync is kept off its path where it can be: the checksum is taken on
 a thread while the file is fsynced, the checkpoint's rename shares the folder's fsync with the manifest's and
@@ -147,7 +148,9 @@ class CheckpointDir:
         """`latest` first, then older complete checkpoints, newest first."""
         latest_file = self.folder / "latest"
         latest = latest_file.read_text(errors="replace").strip() if latest_file.exists() else None
-        if latest is not None and not NAME.fullmatch(latest):
+        if latest is None and manifest:  # deleted, or a save was killed just before writing it
+            log.warning("%s is missing: using the newest checkpoint in the manifest", latest_file)
+        elif latest is not None and not NAME.fullmatch(latest):
             log.warning("%s is damaged (%r): using the newest checkpoint in the manifest", latest_file, latest[:40])
             latest = None
         names = sorted((n for n in manifest if latest is None or _step(n) <= _step(latest)), key=_step, reverse=True)

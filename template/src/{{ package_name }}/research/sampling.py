@@ -21,11 +21,12 @@ from ..core.evaluation import saved_checkpoint, saved_config
 
 def sample(run_dir: Path, chars: int, prompt: str, seed: int, temperature: float) -> str:
     """The prompt followed by `chars` generated characters."""
-    cfg = saved_config(run_dir)
+    cfg = saved_config(run_dir, needs=["data"])  # a run of another task is told so before anything else
     data_class = get_class(cfg.data._target_)
     if not (hasattr(data_class, "encode") and hasattr(data_class, "decode")):
         fail([f"{run_dir} is not a language-model run: its data ({cfg.data._target_}) does not encode text; "
               "sample a run of experiment=char_transformer"])  # fmt: skip
+    cfg = saved_config(run_dir)  # with everything sampling reads
     _, state = saved_checkpoint(run_dir, cfg)
     make_deterministic(cfg.trainer.num_threads, "cpu")
     data = instantiate(cfg.data, root=cfg.paths.data_dir, _convert_="all")
