@@ -133,6 +133,7 @@ def test_the_wandb_file_reader_keeps_what_a_kill_left_whole(tmp_path: Path) -> N
     for step in range(1, 201):
         run.log({"train/loss": 1.0 / step, "global_step": step})
     run.finish()
+    wandb.teardown()  # only then has wandb's service written every row: finish alone missed some under load
     (path,) = wandb_files.attempt_files(tmp_path / "wandb", "abc123")
     assert [row["global_step"] for row in wandb_files.history(tmp_path / "wandb", "abc123")] == list(range(1, 201))
     whole = path.read_bytes()

@@ -99,7 +99,10 @@ class WandbService:
             self.run.log({key: value for key, value in row.items() if key != "step"} | {"global_step": row["step"]})
 
     def close(self, state: str) -> None:
+        import wandb
+
         self.run.summary.update({"state": state})
         if state != "finished":
             self.run.mark_preempting()
         self.run.finish(exit_code=0 if state == "finished" else 1)
+        wandb.teardown()  # finish can return before wandb's service has written the last rows to the run's file
