@@ -1,7 +1,7 @@
 """Project sessions. Each installs the exact environment of `uv.lock` (`uv sync --frozen`) into its own venv.
 
 nox                      lint, tests and quick_proof: what to run before every commit
-nox -s tests             the test suite (pytest)
+nox -s tests             the test suite (pytest), test files spread over the CPU cores (-- -n 0: one process)
 nox -s lint              ruff check, ruff format --check, and uv lock --check (pyproject.toml edited, not locked?)
 nox -s quick_proof       proofs 1 and 2 of the reproducibility proof: same config twice, and a mid-epoch resume
 nox -s reproducibility   prove that the same config gives the same bits (-- --device cuda on a GPU)
@@ -49,7 +49,9 @@ def install_locked(session: nox.Session, extras: bool = False) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     install_locked(session, extras=True)
-    session.run("pytest", *session.posargs)
+    # Most tests wait on a training process of one thread: one worker per core keeps every core busy. A test file
+    # stays on one worker (loadfile), so its module fixtures are built once.
+    session.run("pytest", "--numprocesses=auto", "--dist=loadfile", *session.posargs)
 
 
 @nox.session(python=PYTHON)

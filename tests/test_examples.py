@@ -1,6 +1,6 @@
 """Every example project builds as its user would, trains briefly and passes its reproducibility proof, through
 the template's own `nox -s examples` (examples/README.md), with `--quick`: proofs 1 and 2 (same config twice, and
-a mid-epoch resume). The full proof of each task runs on the default project (test_generated_project.py). The
+a mid-epoch resume). The full proof of each task runs on the default project (test_proof.py). The
 lab_models example pins a library as a git submodule (a local repository made from examples/lab_models/library)
 and trains a model that comes from it."""
 
