@@ -85,7 +85,8 @@ def updated_with_a_conflict(runs: Path, scratch: Path) -> Iterator[None]:
 def locked_by_another_process(runs: Path, scratch: Path) -> Iterator[None]:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR);"
-         "fcntl.flock(fd, fcntl.LOCK_EX); os.pwrite(fd, b'pid 4242 on elsewhere', 0); print(flush=True);"
+         "fcntl.flock(fd, fcntl.LOCK_EX); os.ftruncate(fd, 0);"
+         "os.pwrite(fd, b'pid 4242 on elsewhere since 2026-01-01T00:00:00+00:00', 0); print(flush=True);"
          "sys.stdin.read()", str(runs / "dev" / "paused" / "run.lock")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from importlib import import_module
 from pathlib import Path
@@ -21,6 +24,7 @@ run_folder = import_module(f"{PACKAGE}.core.run_folder")
 distributed = import_module(f"{PACKAGE}.core.distributed")
 divergence = import_module(f"{PACKAGE}.core.divergence")
 errors = import_module(f"{PACKAGE}.core.errors")
+lock_holder = import_module(f"{PACKAGE}.core.lock_holder")
 
 ALONE = distributed.Context(rank=0, local_rank=0, world_size=1)
 SETTINGS = {"seed": 0, "optim": {"lr": 0.003}}
@@ -44,6 +48,27 @@ def test_a_second_claim_is_refused_with_the_holder_named(tmp_path: Path, capsys:
     assert code == errors.RUN_LOCKED == 73
     assert message.startswith(f"error: {tmp_path / 'run'} is in use by pid {os.getpid()} on ")
     assert len(message.splitlines()) == 1
+
+
+def test_a_refusal_in_the_moment_before_the_holder_names_itself_waits_for_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The holder writes its line just after taking the lock; until then the file may hold nothing, or the line of
+    an earlier holder that died. The refusal names the live holder, not "another process" or the dead one."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock = tmp_path / "run.lock"
+    lock.write_text(f"pid {dead.stdout.strip()} on {socket.gethostname()} since 2026-01-01T00:00:00+00:00\n")
+    descriptor = os.open(lock, os.O_RDWR)
+    fcntl.flock(descriptor, fcntl.LOCK_EX)
+    late = threading.Timer(0.3, lambda: os.pwrite(descriptor, lock_holder.line().encode(), 0))
+    late.start()
+    try:
+        code, message = refusal(tmp_path, SETTINGS, capsys)
+    finally:
+        late.join()
+        os.close(descriptor)
+    assert code == errors.RUN_LOCKED
+    assert message.startswith(f"error: {tmp_path} is in use by pid {os.getpid()} on {socket.gethostname()} since ")
 
 
 def test_the_kernel_releases_the_lock_of_a_killed_holder(tmp_path: Path) -> None:

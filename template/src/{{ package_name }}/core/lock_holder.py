@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +30,23 @@ def line() -> str:
     since = datetime.now(UTC).isoformat(timespec="seconds")
     token = processes.start_token()
     return f"pid {os.getpid()} on {socket.gethostname()} since {since}{f' process {token}' if token else ''}\n"
+
+
+def named_holder(descriptor: int, wait_s: float = 2.0) -> str:
+    """Who holds the lock open as `descriptor`, for a refusal: `pid N on HOST since TIME`, or "another process".
+
+    The holder writes its line only after it has taken the lock, so a refusal in that moment waits for the line
+    (up to `wait_s`), and does not take the line of an earlier holder that has since died for it."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        written = os.pread(descriptor, 256, 0).decode(errors="replace")
+        found = _LINE.match(written)
+        elsewhere = found and found.group(2) != socket.gethostname()
+        if found and (elsewhere or processes.is_alive(int(found.group(1)), found.group(3))):
+            return written.partition(" process ")[0].strip()  # without its start token
+        if time.monotonic() >= deadline:
+            return "another process"
+        time.sleep(0.05)
 
 
 def holder_alive(run_dir: Path) -> bool | None:

@@ -132,8 +132,7 @@ class RunFolder:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            written = os.pread(descriptor, 256, 0).decode(errors="replace")
-            holder = written.partition(" process ")[0].strip() or "another process"  # without its start token
+            holder = lock_holder.named_holder(descriptor)
             os.close(descriptor)
             return RUN_LOCKED, (
                 f"{self.run_dir} is in use by {holder}: that run is training now; wait for it to end, or stop it"
