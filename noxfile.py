@@ -33,7 +33,10 @@ OUTSIDE_THIS_VENV = ["env", "-u", "VIRTUAL_ENV", "-u", "UV_PROJECT_ENVIRONMENT",
 @nox.session
 def tests(session: nox.Session) -> None:
     session.install(*DEV)
-    session.run("pytest", *session.posargs)
+    # Most tests wait on the projects' training processes, which leave a core idle: two workers keep both busy.
+    # A file stays on one worker, so its module fixtures are built once; each worker builds its own session
+    # fixtures (the default project and its venvs), so more workers than cores would only add that setup.
+    session.run("pytest", "--numprocesses=2", "--dist=loadfile", *session.posargs)
 
 
 @nox.session
