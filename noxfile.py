@@ -1,7 +1,8 @@
 """Sessions for working on the template.
 
 nox -s reproducibility   generate a default project into a temporary folder and run its own proof
-nox -s tests             the template's test suite (generation matrix, hooks, validators, generated sessions)
+nox -s tests             the library's tests (tests/library/, no Copier), then the template's (generation matrix,
+                         hooks, validators, update, jobs, Slurm, container, generated sessions)
 nox -s lint              ruff on the template repository, including the plain .py files in template/
 nox -s examples          generate each example project (examples/), train it briefly and run its proof
                          (-- --quick: only proofs 1 and 2)
@@ -32,7 +33,11 @@ OUTSIDE_THIS_VENV = ["env", "-u", "VIRTUAL_ENV", "-u", "UV_PROJECT_ENVIRONMENT",
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    session.install(*DEV)
+    # This repository's own lock: samebits (editable) with its extras, torch, and the tooling the tests drive.
+    # nox may have made the venv without uv (CI installs nox alone): uv goes in first, then syncs the venv.
+    session.install("uv")
+    env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
+    session.run_install("uv", "sync", "--frozen", "--inexact", "--all-extras", "--compile-bytecode", env=env)
     # Most tests wait on the projects' training processes, which leave a core idle: two workers keep both busy.
     # A file stays on one worker, so its module fixtures are built once; each worker builds its own session
     # fixtures (the default project and its venvs), so more workers than cores would only add that setup.

@@ -93,11 +93,10 @@ def evaluate(model: nn.Module, objective: Any, batches: Any) -> dict[str, float]
 
 
 def _batch_request_class(data: Any) -> type:
-    """The project's BatchRequest (what a dataset's `__getitems__` takes), found from the dataset's own package."""
-    from importlib import import_module
+    """samebits' BatchRequest: what a dataset's `__getitems__` takes."""
+    from samebits import BatchRequest
 
-    package = type(data).__module__.split(".")[0]
-    return import_module(f"{package}.core.batches").BatchRequest
+    return BatchRequest
 
 
 if __name__ == "__main__":

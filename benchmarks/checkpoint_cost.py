@@ -25,7 +25,7 @@ GOAL = 1.15
 
 
 def run(package: str, rounds: int, quick: bool, log: Callable[[str], None]) -> list[Section]:
-    checkpoint = import_module(f"{package}.core.checkpoint")
+    checkpoint = import_module("samebits.core.checkpoint")
     sizes_mb = (1, 4) if quick else (10, 200)
     section = Section(
         title="Checkpoint save and load",

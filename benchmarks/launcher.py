@@ -48,11 +48,11 @@ def run(package: str, count: int, rounds: int, log: Callable[[str], None]) -> li
 
 
 def measure(package: str, count: int, rounds: int, runs: Path, log: Callable[[str], None]) -> Section:
-    specs = import_module(f"{package}.launch.specs")
-    plan = import_module(f"{package}.launch.plan")
-    observe = import_module(f"{package}.launch.observe")
-    status = import_module(f"{package}.launch.status")
-    sweep = import_module(f"{package}.core.sweep")
+    specs = import_module("samebits.launch.specs")
+    plan = import_module("samebits.launch.plan")
+    observe = import_module("samebits.launch.observe")
+    status = import_module("samebits.launch.status")
+    sweep = import_module("samebits.core.sweep")
     overrides = ["optim.lr=" + ",".join(f"{k}e-4" for k in range(1, 11)), f"seed=range(0,{max(1, count // 10)})"]
     found = specs.expand(overrides)  # also loads what the timed rounds use
     config = OmegaConf.to_yaml(sweep.compose_point(sweep.points(overrides)[0]))  # a real run's config.yaml

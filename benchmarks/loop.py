@@ -163,5 +163,5 @@ def _env(folder: Path, lightning: Path | None, marker: Path | None = None) -> di
 def _compose(package: str, overrides: list[str]) -> DictConfig:
     from importlib import import_module
 
-    import_module(f"{package}.core.naming")  # registers the run name's resolver
-    return import_module(f"{package}.core.sweep").compose_point(overrides)
+    import_module("samebits.core.naming")  # registers the run name's resolver
+    return import_module("samebits.core.sweep").compose_point(overrides)

@@ -55,7 +55,7 @@ def template_operations(template: Path, rounds: int) -> Section:
         subprocess.run(["git", "clone", "--quiet", str(template), str(source)], check=True)
         _copy_worktree(template, source)
         _commit(source, "v1.0.0")
-        (source / "template" / "docs" / "bench-note.md").write_text("# A note that a new version adds\n")
+        (source / "template" / "configs" / "bench-note.md").write_text("# A note that a new version adds\n")
         _commit(source, "v1.1.0")
         found: dict[str, list[float]] = {"copy": [], "update": []}
         _log(f"template operations: {rounds} rounds of copier copy, then copier update of that copy")

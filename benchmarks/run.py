@@ -31,6 +31,9 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(BENCHMARKS), help=f"some of {','.join(BENCHMARKS)}")
     parser.add_argument("--json", type=Path, help="write the results here (default: print them)")
     args = parser.parse_args()
+    import samebits.project
+
+    samebits.project.use(args.package)  # the benchmarks compose and launch through the library, for this project
     chosen = args.only.split(",")
     if unknown := sorted(set(chosen) - set(BENCHMARKS)):
         parser.error(f"no benchmark {unknown[0]!r}: pick from {', '.join(BENCHMARKS)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -10,6 +11,15 @@ from pathlib import Path
 from typing import NoReturn
 
 CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")  # the lines Copier's inline conflicts (and git's) begin with
+
+
+def require_uv() -> None:
+    """Stop the copy in one line where uv is missing, before a task needs it (the library's source, the lock)."""
+    if shutil.which("uv") is None:
+        fail(
+            "uv is not installed, so uv.lock cannot be created: install it (`pip install uv` or "
+            "https://docs.astral.sh/uv/getting-started/installation/), then run `uv lock` in the project"
+        )
 
 
 def fail(message: str) -> NoReturn:

@@ -8,6 +8,10 @@ longer has, edits and all. So, for each file of the old version that the new one
 - otherwise, if the user edited it, it is kept where it is, and named. A file rendered from a `.jinja` template
   cannot be compared with its base (its text depends on the answers), so it is kept whenever it is there.
 
+A file that a version moved into the samebits library (`hooks/migrations/library.yaml`) is the library's from then
+on: an unedited copy is removed (or, for the entry points, replaced by the thin one), and an edited copy stops the
+update before any change, naming the file and where its code now lives.
+
 `--stage before` runs before Copier changes anything: if an edit cannot be carried cleanly (a merge conflict, a
 binary file, or the new place already taken), it stops the update with one line naming the files to move by
 hand. `--stage after` runs once Copier has written the new version: it writes the carried and kept files, and
@@ -80,6 +84,45 @@ def move_chains(migrations: Path, package: str) -> dict[str, list[str]]:
     return chains
 
 
+def library_places(migrations: Path, package: str) -> dict[str, str]:
+    """Old place in the project (a folder ends in /) -> its place in the library, for what moved there."""
+    table = migrations / "library.yaml"
+    entries = (yaml.safe_load(table.read_text()) or {}) if table.is_file() else {}
+    return {old.format(package=package): new for old, new in entries.items()}
+
+
+def in_library(path: str, places: dict[str, str]) -> str | None:
+    """Where the library now holds `path`'s code, or None if it did not move there."""
+    for old, new in places.items():
+        if path == old or (old.endswith("/") and path.startswith(old)):
+            return new + path.removeprefix(old) if old.endswith("/") else new
+    return None
+
+
+def crosses_library(
+    old_files: dict[str, str], new_files: dict[str, str], chains: dict[str, list[str]], places: dict[str, str]
+) -> bool:
+    """Whether the old version still had copies of code that the new version takes from the library."""
+    finals = (chains[old][-1] if old in chains else old for old in old_files)
+    return any(in_library(final, places) and final not in new_files for final in finals)
+
+
+def edited_machinery(
+    template: Path, version_from: str, old_files: dict[str, str], chains: dict[str, list[str]], places: dict[str, str]
+) -> list[str]:
+    """The user's edited copies of files that now live in the library, each with its new place."""
+    edited = []
+    for old, source in sorted(old_files.items()):
+        final = chains[old][-1] if old in chains else old
+        place = in_library(final, places)
+        ours = committed(old)
+        if place is None or ours is None or source.endswith(JINJA):
+            continue
+        if ours != git("show", f"{version_from}:{source}", cwd=template):
+            edited.append(f"{old} (now samebits' {place})")
+    return edited
+
+
 def merge(ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
     """`git merge-file`: the merged bytes, or None when both sides changed the same lines (or a file is binary)."""
     with tempfile.TemporaryDirectory(prefix="carry-") as scratch:
@@ -99,6 +142,16 @@ def plan(
         fail(f"template version {version_from} is not in the template's history, so your edits cannot be carried")
     old_files = template_files(template, version_from, package)
     new_files = template_files(template, "HEAD", package)
+    places = library_places(template / "hooks" / "migrations", package)
+    crossing = crosses_library(old_files, new_files, chains, places)
+    if crossing and (edited := edited_machinery(template, version_from, old_files, chains, places)):
+        fail(
+            f"update stopped before changing anything: {os.environ.get('VERSION_TO', 'this version')} moved the "
+            "training loop and the machinery into the samebits library (external/samebits), and you edited "
+            f"these copies of it: {'; '.join(edited)}. For each: save your change as a patch, put the file back as "
+            f"template {version_from} made it, commit and update again; then make the change in samebits upstream, or "
+            "patch external/samebits (your runs are then marked dirty)"
+        )
     carries, blocked = [], []
     for old, source in sorted(old_files.items()):
         ours = committed(old)
@@ -137,10 +190,27 @@ def imported_names(text: str, package: str, top_level: bool) -> set[str]:
     return names
 
 
-def stale_references(chains: dict[str, list[str]], package: str) -> list[str]:
+def deeper_relative_imports(text: str, path: str) -> set[str]:
+    """`from ..core.batches import X` in src/pkg/research/x.py -> pkg.core.batches (two dots and more)."""
+    if not path.startswith("src/"):
+        return set()
+    parts = module_of(path).split(".")[:-1]  # the file's package
+    found = set()
+    for dots, name in re.findall(r"^\s*from\s+(\.{2,})([\w.]*)\s+import", text, flags=re.MULTILINE):
+        base = parts[: len(parts) - len(dots) + 1]
+        if base:
+            found.add(".".join([*base, *filter(None, [name])]))
+    return found
+
+
+def stale_references(chains: dict[str, list[str]], places: dict[str, str], package: str) -> list[str]:
     """The project's files (src/, configs/, tests/) that still import a moved module by its old name."""
     moved = {module_of(old): module_of(chain[-1]) for old, chain in chains.items() if old.startswith("src/")}
     moved = {old: new for old, new in moved.items() if old != new}
+    # the machinery's folders, now the library's modules (its entry points keep their names in the project)
+    moved |= {
+        module_of(old.rstrip("/")): module_of(new.rstrip("/")) for old, new in places.items() if old.endswith("/")
+    }
     notes = []
     for path in filter(None, (git("ls-files", "-z", "--", "src", "configs", "tests") or b"").decode().split("\0")):
         try:
@@ -148,6 +218,7 @@ def stale_references(chains: dict[str, list[str]], package: str) -> list[str]:
         except (OSError, UnicodeDecodeError):
             continue
         found = imported_names(text, package, top_level=Path(path).parent == Path("src", package))
+        found |= deeper_relative_imports(text, path)
         olds = sorted(old for old in moved if any(name == old or name.startswith(f"{old}.") for name in found))
         notes += [f"note: {path} still imports {old}, which is now {moved[old]}" for old in olds]
     return notes
@@ -185,7 +256,7 @@ def main() -> None:
         assert carry.merged is not None
         Path(carry.new).write_bytes(carry.merged)
         print(f"carried your edits to {carry.old} into {carry.new}", file=sys.stderr)
-    for note in stale_references(chains, package):
+    for note in stale_references(chains, library_places(args.template / "hooks" / "migrations", package), package):
         print(note, file=sys.stderr)
 
 

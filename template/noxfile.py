@@ -32,6 +32,15 @@ nox.options.reuse_venv = "yes"
 
 PACKAGE = nox.project.load_toml("pyproject.toml")["project"]["name"].replace("-", "_")
 PYTHON = Path(".python-version").read_text().strip()
+LIBRARY = "external/samebits/src/samebits"  # the pinned library, whose scripts need no installed environment
+
+
+def require_library(session: nox.Session) -> None:
+    """In a clone made without --recurse-submodules the library's folder is empty, and uv's error would not say so."""
+    if not Path(LIBRARY).is_dir():
+        session.error(
+            "external/samebits is empty: run `git submodule update --init` (or clone with --recurse-submodules)"
+        )
 
 
 def install_locked(session: nox.Session, extras: bool = False) -> None:
@@ -41,6 +50,7 @@ def install_locked(session: nox.Session, extras: bool = False) -> None:
     Bytecode is compiled once here (about 25 s for a new venv on 2 cores, under a second after that): where
     PYTHONDONTWRITEBYTECODE is set, every process would otherwise recompile torch as it imports it, about 8 s.
     """
+    require_library(session)
     env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
     extra = ["--all-extras"] if extras else []
     session.run_install("uv", "sync", "--frozen", "--all-groups", *extra, "--compile-bytecode", env=env)
@@ -56,6 +66,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
+    require_library(session)
     session.run("uv", "lock", "--check", external=True)  # fails if pyproject.toml changed without `uv lock`
     install_locked(session)
     session.run("ruff", "check", ".")
@@ -65,26 +76,26 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def reproducibility(session: nox.Session) -> None:
     install_locked(session)
-    session.run("python", "-m", f"{PACKAGE}.proof", *session.posargs)
+    session.run("python", "-m", PACKAGE, "proof", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def quick_proof(session: nox.Session) -> None:
     """The first two proofs, about 20 s on 2 cores; `nox -s reproducibility` runs all seven."""
     install_locked(session)
-    session.run("python", "-m", f"{PACKAGE}.proof", "--only", "1,2", *session.posargs)
+    session.run("python", "-m", PACKAGE, "proof", "--only", "1,2", *session.posargs)
 
 
 @nox.session(python=False)
 def deps(session: nox.Session) -> None:
     # Only git and the standard library: it runs even before the locked environment can be installed.
-    session.run(sys.executable, f"src/{PACKAGE}/core/deps.py")
+    session.run(sys.executable, f"{LIBRARY}/core/deps.py")
 
 
 @nox.session(python=False)
 def template_version(session: nox.Session) -> None:
     """Is a newer template version out? Lists the tags of the template's source (in .copier-answers.yml)."""
-    session.run(sys.executable, f"src/{PACKAGE}/core/template_version.py")
+    session.run(sys.executable, f"{LIBRARY}/core/template_version.py")
 
 
 @nox.session(python=PYTHON)

@@ -63,6 +63,8 @@ def git(project: Path, *args: str) -> str:
 
 
 IDENTITY = ["-c", "user.name=Test", "-c", "user.email=test@example.org"]
+# Local repositories as submodule sources (every project has one: the library, from this checkout).
+GIT_FILE = ["git", "-c", "protocol.file.allow=always"]
 
 
 def make_package_repo(folder: Path, name: str, versions: list[str]) -> list[str]:

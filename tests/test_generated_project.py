@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT_PACKAGE, run
+from conftest import DEFAULT_PACKAGE, GIT_FILE, run
 
 pytestmark = pytest.mark.slow
 
@@ -25,9 +25,11 @@ def test_generated_tests_and_lint_pass(default_project: Path) -> None:
 
 def test_lint_fails_on_a_dependency_added_without_relocking(default_project: Path, tmp_path: Path) -> None:
     project = tmp_path / "unlocked"
-    subprocess.run(["git", "clone", "--quiet", str(default_project), str(project)], check=True)
+    subprocess.run(
+        [*GIT_FILE, "clone", "--quiet", "--recurse-submodules", str(default_project), str(project)], check=True
+    )
     pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace('"tqdm>=4.66",', '"tqdm>=4.66",\n    "rich>=13",'))
+    pyproject.write_text(pyproject.read_text().replace('"torch>=2.4",', '"torch>=2.4",\n    "rich>=13",'))
     done = run(project, "nox", "--non-interactive", "-s", "lint", expect=1)
     assert "uv lock --check" in done.stdout + done.stderr
     assert "needs to be updated" in done.stdout + done.stderr
@@ -37,7 +39,9 @@ def test_pre_commit_passes_on_the_first_commit_and_catches_secrets_and_conflicts
     default_project: Path, tmp_path: Path
 ) -> None:
     project = tmp_path / "hooks"
-    subprocess.run(["git", "clone", "--quiet", str(default_project), str(project)], check=True)
+    subprocess.run(
+        [*GIT_FILE, "clone", "--quiet", "--recurse-submodules", str(default_project), str(project)], check=True
+    )
     pre_commit = ["uv", "run", "--frozen", "pre-commit", "run", "--all-files"]
     run(project, *pre_commit)
     fake_key = 'api_key = "sk_live_51HBx7bQz8sQk3nJ4pLr9tVwXy2mA"\n'
@@ -60,3 +64,24 @@ def test_new_user_trains_with_uv_run(default_project: Path) -> None:
     assert json.loads((run_dir / "status.json").read_text())["state"] == "finished"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["metrics"]["val/acc"] >= 0.90
+    library = json.loads((run_dir / "provenance.json").read_text())["library"]
+    pinned = subprocess.run(["git", "rev-parse", "HEAD:external/samebits"], cwd=default_project, capture_output=True)
+    assert library["commit"] == pinned.stdout.decode().strip() and library["dirty"] is False
+
+
+def test_a_patch_in_the_library_marks_the_run_dirty(default_project: Path, tmp_path: Path) -> None:
+    patched = default_project / "external/samebits/src/samebits/__init__.py"
+    original = patched.read_text()
+    patched.write_text(original + "# a local patch\n")
+    try:
+        done = run(default_project, "nox", "--non-interactive", "-s", "deps", expect=1)
+        assert "external/samebits" in done.stdout + done.stderr
+        train = ["uv", "run", "--frozen", "python", "-m", f"{DEFAULT_PACKAGE}.train", "trainer.max_steps=20"]
+        run(
+            default_project, "env", f"RUNS_DIR={tmp_path}", *train, "sched.warmup_steps=5", "trainer.progress_bar=false"
+        )
+    finally:
+        patched.write_text(original)
+    (run_dir,) = (tmp_path / "dev").iterdir()
+    recorded = json.loads((run_dir / "provenance.json").read_text())
+    assert recorded["git"]["dirty"] is True and recorded["library"]["dirty"] is True

@@ -12,17 +12,18 @@ from types import ModuleType
 import pytest
 import yaml
 
-from conftest import ROOT, generate, git
-from template_versions import FLAT_LAYOUT
+from conftest import GIT_FILE, ROOT, generate, git
+from template_versions import COPIED_LAYOUT, FLAT_LAYOUT
 
-HOOKS = ("git_init.py", "lock.py", "first_commit.py")
+HOOKS = ("git_init.py", "library.py", "lock.py", "first_commit.py")
 
 
 def run_hooks(project: Path, *, env: dict[str, str] | None = None) -> None:
     identity = ["--template=t", "--version=v", "--author-name=A", "--author-email=a@example.org"]
     identity += [f"--template-dir={ROOT / 'template'}"]
+    arguments = {"first_commit.py": identity, "library.py": [f"--template={ROOT}", f"--source={ROOT}"]}
     for hook in HOOKS:
-        args = identity if hook == "first_commit.py" else []
+        args = arguments.get(hook, [])
         subprocess.run([sys.executable, str(ROOT / "hooks" / hook), *args], cwd=project, check=True, env=env)
 
 
@@ -40,7 +41,9 @@ def test_a_configured_git_identity_is_respected(tmp_path: Path, monkeypatch: pyt
 
 def test_hooks_run_again_change_nothing(default_project: Path, tmp_path: Path) -> None:
     project = tmp_path / "copy"
-    subprocess.run(["git", "clone", "--quiet", str(default_project), str(project)], check=True)
+    subprocess.run(
+        [*GIT_FILE, "clone", "--quiet", "--recurse-submodules", str(default_project), str(project)], check=True
+    )
     head = git(project, "rev-parse", "HEAD")
     lock = (project / "uv.lock").read_bytes()
     run_hooks(project)
@@ -71,10 +74,21 @@ def test_the_v0_2_0_moves_cover_every_file_that_v0_2_0_removed() -> None:
     moves = yaml.safe_load((ROOT / "hooks" / "migrations" / "v0.2.0.yaml").read_text())
     in_template = {old: "template/" + old.replace("src/{package}", "src/{{ package_name }}") for old in moves}
     flat = git(ROOT, "ls-tree", "-r", "--name-only", FLAT_LAYOUT, "--", "template").splitlines()
-    removed = {path for path in flat if not (ROOT / path).exists()}
-    assert removed == set(in_template.values())
+    then = set(git(ROOT, "ls-tree", "-r", "--name-only", COPIED_LAYOUT, "--", "template").splitlines())
+    assert {path for path in flat if path not in then} == set(in_template.values())
     for new in moves.values():
-        assert (ROOT / "template" / new.replace("src/{package}", "src/{{ package_name }}")).is_file(), new
+        assert "template/" + new.replace("src/{package}", "src/{{ package_name }}") in then, new
+
+
+def test_the_library_table_covers_every_copy_that_v0_3_0_took_into_the_library() -> None:
+    """A copy the user edited must stop the update: every machinery file of the copied layout is in the table."""
+    carry = carry_moves()
+    places = carry.library_places(ROOT / "hooks" / "migrations", "{{ package_name }}")
+    copied = git(ROOT, "ls-tree", "-r", "--name-only", COPIED_LAYOUT, "--", "template").splitlines()
+    removed = {path.removeprefix("template/") for path in copied if not (ROOT / path).exists()}
+    assert {path for path in removed if carry.in_library(path, places) is None} == {"docs/architecture.md.jinja"}
+    for path in removed - {"docs/architecture.md.jinja"}:  # a folder of the library, or the very file
+        assert (ROOT / carry.in_library(path, places)).parent.is_dir(), path
 
 
 def carry_moves() -> ModuleType:

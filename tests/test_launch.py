@@ -209,7 +209,8 @@ def test_every_process_of_a_sweep_killed_at_once_is_relaunched_and_resumes(
     time.sleep(1)  # both are at their pause now: it comes a few milliseconds after the checkpoint at step 10
     for run_dir in run_dirs[:2]:
         kill_job(run_dir)
-    seen = [status_rows(pushed, "reboot")[f"dev/{d.name}"][1] for d in run_dirs]
+    shown = status_rows(pushed, "reboot")  # once: the run it starts would finish while a later call looked
+    seen = [shown[f"dev/{d.name}"][1] for d in run_dirs]
     assert seen[:2] == ["lost", "lost"] and seen[2] in ("queued", "pending", "running"), seen  # status starts it
 
     again = launch(pushed, "reboot", "--max-concurrent", "2", "--", *KILL_SWEEP)

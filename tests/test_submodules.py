@@ -40,6 +40,7 @@ def test_first_commit_records_each_pinned_sha(project: Path, upstream: dict) -> 
     assert git(project, "status", "--porcelain") == ""
     sources = tomllib.loads((project / "pyproject.toml").read_text())["tool"]["uv"]["sources"]
     assert sources == {
+        "samebits": {"path": "external/samebits", "editable": True},
         "alpha": {"path": "external/alpha", "editable": True},
         "beta": {"path": "external/beta", "editable": True},
     }
@@ -123,7 +124,10 @@ def test_a_copy_retried_with_the_right_ref_pins_it_and_commits_only_the_template
     assert git(destination, "rev-parse", "HEAD:external/alpha") == upstream["alpha_v1"]
     assert git(destination / "external" / "alpha", "rev-parse", "HEAD") == upstream["alpha_v1"]
     sources = tomllib.loads((destination / "pyproject.toml").read_text())["tool"]["uv"]["sources"]
-    assert sources == {"alpha": {"path": "external/alpha", "editable": True}}
+    assert sources == {
+        "samebits": {"path": "external/samebits", "editable": True},
+        "alpha": {"path": "external/alpha", "editable": True},
+    }
     # The first commit holds what a copy into a new folder commits, and the user's file stays untracked, named once.
     committed = set(git(destination, "ls-tree", "-r", "--name-only", "HEAD").splitlines())
     assert committed == set(git(project, "ls-tree", "-r", "--name-only", "HEAD").splitlines()) - {"external/beta"}

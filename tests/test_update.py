@@ -1,8 +1,8 @@
 """`copier update` across real template versions keeps the user's work (see template_versions.py for the versions).
 
-The user's project is generated at v0.1.0 (the flat layout) and then edited as users do: the model's config, a new
-experiment, a function added to the models module, a bumped submodule, all committed. Every test works on a clone
-of that project, so each starts from the same history.
+Users' projects are generated at v0.1.0 (the flat layout) and at v0.2.0 (the last that copied the machinery), then
+edited as users do: the model's config, a new experiment, a function added to the models module, a bumped
+submodule, all committed. Every test works on a clone of such a project, so each starts from the same history.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import template_versions
-from conftest import DEFAULT_PACKAGE, IDENTITY, git, make_package_repo, run
+from conftest import DEFAULT_PACKAGE, GIT_FILE, IDENTITY, git, make_package_repo, run
 
 pytestmark = pytest.mark.slow
 
@@ -30,8 +30,7 @@ def count_parameters(model: nn.Module) -> int:
 '''
 USER_EXPERIMENT = "# @package _global_\n# Mine: the default MLP, trained longer.\ntrainer:\n  max_steps: 900\n"
 USER_HIDDEN_SIZES = "hidden_sizes: [256, 128]"
-USER_MOMENTUM = "momentum: 0.95"  # in configs/optim/sgd.yaml, which v0.3.0 removes
-GIT_FILE = ["git", "-c", "protocol.file.allow=always"]
+USER_MOMENTUM = "momentum: 0.95"  # in configs/optim/sgd.yaml, which v0.4.0 removes
 
 
 def copier(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -94,34 +93,58 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"url": str(root / "labmodels"), "shas": shas, "second": f"{root / 'labdata'}@{second[0]}"}
 
 
-@pytest.fixture(scope="module")
-def edited_v1(template: dict, library: dict, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A v0.1.0 project with the user's edits committed."""
-    project = tmp_path_factory.mktemp("user") / "my-exp"
+def generate_at(version: str, template: dict, library: dict, project: Path) -> Path:
     deps = json.dumps([f"{library['url']}@{library['shas'][0]}"])
-    command = [sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--quiet", "--vcs-ref=v0.1.0"]
+    command = [sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--quiet", f"--vcs-ref={version}"]
     done = subprocess.run([*command, f"--data=external_deps={deps}", str(template["repo"]), str(project)], text=True)
     assert done.returncode == 0
-    assert answers(project)["_commit"] == "v0.1.0"
+    assert answers(project)["_commit"] == version
     model_config = project / "configs/model/mlp.yaml"
     model_config.write_text(model_config.read_text().replace("hidden_sizes: [128, 128]", USER_HIDDEN_SIZES))
     (project / "configs/experiment/mine.yaml").write_text(USER_EXPERIMENT)
     sgd = project / "configs/optim/sgd.yaml"
     sgd.write_text(sgd.read_text().replace("momentum: 0.9", USER_MOMENTUM))
-    with (project / PACKAGE / "models.py").open("a") as models:
-        models.write(USER_FUNCTION)
     subprocess.run(["git", "-C", "external/labmodels", "checkout", "--quiet", library["shas"][1]], cwd=project)
-    commit(project, "My experiment; labmodels 1.1")
     return project
 
 
 @pytest.fixture(scope="module")
-def updated_v2(edited_v1: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    project = clone(edited_v1, tmp_path_factory.mktemp("v2") / "my-exp")
-    done = update(project, "v0.2.0")
+def edited_v1(template: dict, library: dict, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A v0.1.0 (flat layout) project with the user's edits committed."""
+    project = generate_at("v0.1.0", template, library, tmp_path_factory.mktemp("user-v1") / "my-exp")
+    with (project / PACKAGE / "models.py").open("a") as models:
+        models.write(USER_FUNCTION)
+    commit(project, "My experiment; labmodels 1.1")
+    return project
+
+
+SHORT_RUN = ["experiment=mine", "trainer.max_steps=20", "sched.warmup_steps=5", "trainer.progress_bar=false"]
+
+
+@pytest.fixture(scope="module")
+def earlier_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="module")
+def edited_v2(template: dict, library: dict, earlier_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A v0.2.0 (copied machinery) project with the user's edits committed, and one short run trained by it."""
+    project = generate_at("v0.2.0", template, library, tmp_path_factory.mktemp("user-v2") / "my-exp")
+    with (project / PACKAGE / "research/models/mlp.py").open("a") as models:
+        models.write(USER_FUNCTION)
+    commit(project, "My experiment; labmodels 1.1")
+    train = ["uv", "run", "--frozen", "python", "-m", f"{DEFAULT_PACKAGE}.train", *SHORT_RUN]
+    run(project, "env", f"RUNS_DIR={earlier_runs}", *train)
+    return project
+
+
+@pytest.fixture(scope="module")
+def updated_v3(edited_v2: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    project = clone(edited_v2, tmp_path_factory.mktemp("v3") / "my-exp")
+    done = update(project, "v0.3.0")
     state = {"project": project, "stderr": done.stderr, "conflicted": conflicted(project)}
     state["lock"] = lock_is_current(project)
-    commit(project, "Update to template v0.2.0")
+    commit(project, "Update to template v0.3.0")
     return state
 
 
@@ -134,40 +157,71 @@ def assert_user_work_kept(project: Path, library: dict, template: dict, version:
     assert git(project, "-C", "external/labmodels", "rev-parse", "HEAD") == library["shas"][1]
 
 
-def test_update_to_the_new_layout_keeps_every_edit(updated_v2: dict, library: dict, template: dict) -> None:
-    project = updated_v2["project"]
-    assert updated_v2["conflicted"] == []
-    carried = f"carried your edits to {PACKAGE}/models.py into {PACKAGE}/research/models/mlp.py"
-    assert updated_v2["stderr"].count(carried) == 1
-    assert_user_work_kept(project, library, template, "v0.2.0")
+def assert_library_pinned(project: Path, template: dict, version: str) -> None:
+    assert git(project, "config", "--file", ".gitmodules", "submodule.external/samebits.url") == str(template["repo"])
+    staged = git(project, "ls-files", "--stage", "external/samebits").split()[1]  # an update does not commit
+    assert staged == template["commits"][version]
+    assert git(project, "-C", "external/samebits", "rev-parse", "HEAD") == template["commits"][version]
+
+
+def test_update_to_the_library_keeps_every_edit_and_drops_the_copies(
+    updated_v3: dict, library: dict, template: dict, earlier_runs: Path
+) -> None:
+    project = updated_v3["project"]
+    assert updated_v3["conflicted"] == []
+    assert_user_work_kept(project, library, template, "v0.3.0")
+    assert_library_pinned(project, template, "v0.3.0")
     model_config = (project / "configs/model/mlp.yaml").read_text()
-    assert USER_HIDDEN_SIZES in model_config and "research/models/mlp.py" in model_config  # both sides' lines
+    assert USER_HIDDEN_SIZES in model_config
     assert USER_MOMENTUM in (project / "configs/optim/sgd.yaml").read_text()
-    for new_file in ("core/run_folder.py", "research/datasets/char_text.py", "proof/chains.py"):
-        assert (project / PACKAGE / new_file).is_file(), new_file
-    assert not (project / PACKAGE / "data.py").exists()
-    assert answers(project)["_commit"] == "v0.2.0"
-    assert updated_v2["lock"], "uv.lock does not match pyproject.toml after the update"
-    # The project works: the user's function is importable from its new place, its fast tests pass, it trains.
+    for copied in ("core", "launch", "tracking", "analysis", "proof"):
+        assert not (project / PACKAGE / copied).exists(), copied
+    assert not (project / "tests/test_checkpoint.py").exists()
+    assert "from samebits import entry" in (project / PACKAGE / "train.py").read_text()  # the thin entry point
+    assert answers(project)["_commit"] == "v0.3.0"
+    assert updated_v3["lock"], "uv.lock does not match pyproject.toml after the update"
+    assert git(project, "status", "--porcelain") == ""
+    # The project works: the user's function is importable, its tests pass, and the run that v0.2.0 trained is the
+    # same run now (same name, same config hash), so it is not trained again.
     module = f"{DEFAULT_PACKAGE}.research.models.mlp"
     code = f"from {module} import MLP, count_parameters; print(count_parameters(MLP(4, 2, [3], 0.0)))"
     assert run(project, "uv", "run", "--frozen", "python", "-c", code).stdout.split() == ["23"]
-    fast = ["tests/test_layout.py", "tests/test_models.py", "tests/test_config.py", "tests/test_datasets.py"]
+    fast = ["tests/test_layout.py", "tests/test_models.py", "tests/test_experiments.py"]
     run(project, "uv", "run", "--frozen", "pytest", "-q", "-p", "no:cacheprovider", *fast)
-    run(project, "uv", "run", "--frozen", "python", "-m", f"{DEFAULT_PACKAGE}.train", "experiment=mine",
-        "trainer.max_steps=20", "sched.warmup_steps=5", "trainer.progress_bar=false")  # fmt: skip
+    train = ["uv", "run", "--frozen", "python", "-m", f"{DEFAULT_PACKAGE}.train", *SHORT_RUN]
+    again = run(project, "env", f"RUNS_DIR={earlier_runs}", *train)
+    (run_dir,) = (earlier_runs / "dev").iterdir()
+    assert f"{run_dir.name} has finished already" in again.stdout + again.stderr
+    run(project, "nox", "--non-interactive", "-s", "deps")
+
+
+def test_an_edited_copy_of_the_machinery_stops_the_update_before_any_change(edited_v2: Path, tmp_path: Path) -> None:
+    project = clone(edited_v2, tmp_path / "my-exp")
+    checkpoint = project / PACKAGE / "core/checkpoint.py"
+    checkpoint.write_text(checkpoint.read_text() + "\n# our own tweak\n")
+    commit(project, "A patch of our own in the copied machinery")
+    before, head = files_of(project), git(project, "rev-parse", "HEAD")
+    done = copier(project, "update", "--vcs-ref=v0.3.0")
+    assert done.returncode != 0
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert f"{PACKAGE}/core/checkpoint.py (now samebits' src/samebits/core/checkpoint.py)" in line
+    assert "patch external/samebits" in line
+    assert files_of(project) == before and git(project, "rev-parse", "HEAD") == head
 
 
 def assert_removed_but_edited_file_kept(project: Path, stderr: str) -> None:
     assert USER_MOMENTUM in (project / "configs/optim/sgd.yaml").read_text()
-    assert "kept configs/optim/sgd.yaml, which v0.3.0 no longer has: you edited it" in stderr
+    assert "kept configs/optim/sgd.yaml, which v0.4.0 no longer has: you edited it" in stderr
 
 
-def test_a_clash_marks_that_file_only_and_pre_commit_refuses_it(updated_v2: dict, tmp_path: Path) -> None:
-    project = clone(updated_v2["project"], tmp_path / "my-exp")
-    done = update(project, "v0.3.0")
+def test_a_clash_marks_that_file_only_and_pre_commit_refuses_it(
+    updated_v3: dict, template: dict, tmp_path: Path
+) -> None:
+    project = clone(updated_v3["project"], tmp_path / "my-exp")
+    done = update(project, "v0.4.0")
     assert conflicted(project) == ["configs/model/mlp.yaml"]
     assert_removed_but_edited_file_kept(project, done.stderr)
+    assert_library_pinned(project, template, "v0.4.0")  # the library's pin moved with the template
     model_config = (project / "configs/model/mlp.yaml").read_text()
     assert f"<<<<<<< before updating\n{USER_HIDDEN_SIZES}\n=======\nhidden_sizes: [64, 64]\n>>>>>>> after updating" in (
         model_config
@@ -183,7 +237,7 @@ def test_a_clash_marks_that_file_only_and_pre_commit_refuses_it(updated_v2: dict
     assert "rich" in (project / "uv.lock").read_text()
     run(project, "uv", "run", "--frozen", "pre-commit", "install")
     subprocess.run(["git", "add", "--all"], cwd=project, check=True)  # "resolved" without removing the markers
-    refused = run(project, "git", *IDENTITY, "commit", "-m", "Update to v0.3.0", expect=1)
+    refused = run(project, "git", *IDENTITY, "commit", "-m", "Update to v0.4.0", expect=1)
     hooks = refused.stdout + refused.stderr
     assert re.search(r"^no merge conflict markers\.+Failed$", hooks, flags=re.MULTILINE), hooks
     marker = r"^configs/model/mlp.yaml:\d+: Merge conflict string '<<<<<<<' found$"
@@ -200,20 +254,21 @@ def test_a_clash_marks_that_file_only_and_pre_commit_refuses_it(updated_v2: dict
     )
     (project / "configs/model/mlp.yaml").write_text(resolved)
     subprocess.run(["git", "add", "--all"], cwd=project, check=True)
-    run(project, "git", *IDENTITY, "commit", "-m", "Update to v0.3.0")
-    assert answers(project)["_commit"] == "v0.3.0"
+    run(project, "git", *IDENTITY, "commit", "-m", "Update to v0.4.0")
+    assert answers(project)["_commit"] == "v0.4.0"
 
 
-def test_from_the_flat_layout_straight_to_v0_3_0(
+def test_from_the_flat_layout_straight_to_v0_4_0(
     edited_v1: Path, library: dict, template: dict, tmp_path: Path
 ) -> None:
     project = clone(edited_v1, tmp_path / "my-exp")
-    done = update(project, "v0.3.0")
+    done = update(project, "v0.4.0")
     assert conflicted(project) == ["configs/model/mlp.yaml"]
-    assert_user_work_kept(project, library, template, "v0.3.0")
+    assert_user_work_kept(project, library, template, "v0.4.0")
     assert_removed_but_edited_file_kept(project, done.stderr)
     assert lock_is_current(project)
-    assert answers(project)["_commit"] == "v0.3.0"
+    assert_library_pinned(project, template, "v0.4.0")
+    assert answers(project)["_commit"] == "v0.4.0"
 
 
 def test_the_update_names_the_users_files_that_import_a_moved_module(edited_v1: Path, tmp_path: Path) -> None:
@@ -221,7 +276,7 @@ def test_the_update_names_the_users_files_that_import_a_moved_module(edited_v1: 
     (project / PACKAGE / "extras.py").write_text("from . import data\nfrom .models import MLP\n\nWIDE = MLP\n")
     (project / "configs/model/digits_net.yaml").write_text(f"_target_: {DEFAULT_PACKAGE}.models.MLP\n")
     commit(project, "Modules of our own that use the flat layout")
-    notes = [line for line in update(project, "v0.2.0").stderr.splitlines() if line.startswith("note:")]
+    notes = [line for line in update(project, "v0.3.0").stderr.splitlines() if line.startswith("note:")]
     assert notes == [
         f"note: configs/model/digits_net.yaml still imports {DEFAULT_PACKAGE}.models, "
         f"which is now {DEFAULT_PACKAGE}.research.models.mlp",
@@ -236,7 +291,7 @@ def test_an_update_on_a_dirty_tree_changes_nothing(edited_v1: Path, tmp_path: Pa
     project = clone(edited_v1, tmp_path / "my-exp")
     (project / "configs/experiment/mine.yaml").write_text(USER_EXPERIMENT + "seed: 3\n")
     before = files_of(project)
-    done = copier(project, "update", "--vcs-ref=v0.2.0")
+    done = copier(project, "update", "--vcs-ref=v0.3.0")
     assert done.returncode != 0
     assert "Destination repository is dirty; cannot continue" in done.stderr
     assert files_of(project) == before
@@ -248,17 +303,17 @@ def test_an_edit_that_cannot_be_carried_stops_the_update_before_any_change(
 ) -> None:
     project = clone(edited_v1, tmp_path / "my-exp")
     models = project / PACKAGE / "models.py"
-    if case == "clash":  # a docstring of the user's, on the line that v0.2.0 also changed
+    if case == "clash":  # a docstring of the user's, on the line that v0.3.0 also changed
         first_line = models.read_text().splitlines()[0]
         models.write_text(models.read_text().replace(first_line, '"""Our models, with our own docstring."""'))
         expected = f"{PACKAGE}/models.py -> {PACKAGE}/research/models/mlp.py"
-    else:  # a file of the user's where v0.2.0 puts models.py
+    else:  # a file of the user's where v0.3.0 puts models.py
         (project / PACKAGE / "research/models").mkdir(parents=True)
         (project / PACKAGE / "research/models/mlp.py").write_text("# ours\n")
         expected = f"{PACKAGE}/models.py (its new place {PACKAGE}/research/models/mlp.py is taken)"
-    commit(project, f"An edit that v0.2.0 cannot carry ({case})")
+    commit(project, f"An edit that v0.3.0 cannot carry ({case})")
     before, head = files_of(project), git(project, "rev-parse", "HEAD")
-    done = copier(project, "update", "--vcs-ref=v0.2.0")
+    done = copier(project, "update", "--vcs-ref=v0.3.0")
     assert done.returncode != 0
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert expected in line and "by hand" in line
@@ -266,11 +321,11 @@ def test_an_edit_that_cannot_be_carried_stops_the_update_before_any_change(
     assert git(project, "status", "--porcelain") == ""
 
 
-def test_a_new_external_dependency_given_on_update_is_added(updated_v2: dict, library: dict, tmp_path: Path) -> None:
+def test_a_new_external_dependency_given_on_update_is_added(updated_v3: dict, library: dict, tmp_path: Path) -> None:
     """...and an entry whose ref changed leaves its pin alone, saying how to move it."""
-    project = clone(updated_v2["project"], tmp_path / "my-exp")
+    project = clone(updated_v3["project"], tmp_path / "my-exp")
     deps = [f"{library['url']}@{library['shas'][2]}", library["second"]]
-    done = update(project, "v0.2.0", f"--data=external_deps={json.dumps(deps)}")
+    done = update(project, "v0.3.0", f"--data=external_deps={json.dumps(deps)}")
     assert answers(project)["external_deps"] == deps
     assert (
         f"note: external/labmodels stays at its pin {library['shas'][1][:12]}; to move it to {library['shas'][2]}: "
@@ -282,10 +337,10 @@ def test_a_new_external_dependency_given_on_update_is_added(updated_v2: dict, li
     assert lock_is_current(project)
 
 
-def test_recopy_keeps_the_answers_the_history_and_the_pins(updated_v2: dict, library: dict, tmp_path: Path) -> None:
-    project = clone(updated_v2["project"], tmp_path / "my-exp")
+def test_recopy_keeps_the_answers_the_history_and_the_pins(updated_v3: dict, library: dict, tmp_path: Path) -> None:
+    project = clone(updated_v3["project"], tmp_path / "my-exp")
     before, head = answers(project), git(project, "rev-parse", "HEAD")
-    done = copier(project, "recopy", "--overwrite", "--vcs-ref=v0.2.0")
+    done = copier(project, "recopy", "--overwrite", "--vcs-ref=v0.3.0")
     assert done.returncode == 0, done.stderr[-4000:]
     assert answers(project) == before
     assert git(project, "rev-parse", "HEAD") == head  # no second "initial commit"
@@ -295,12 +350,12 @@ def test_recopy_keeps_the_answers_the_history_and_the_pins(updated_v2: dict, lib
     assert lock_is_current(project)
 
 
-def test_nox_tells_whether_a_newer_template_version_is_out(updated_v2: dict, tmp_path: Path) -> None:
-    project = clone(updated_v2["project"], tmp_path / "my-exp")
+def test_nox_tells_whether_a_newer_template_version_is_out(updated_v3: dict, tmp_path: Path) -> None:
+    project = clone(updated_v3["project"], tmp_path / "my-exp")
     session = ["nox", "--non-interactive", "-s", "template_version"]
-    assert "template v0.3.0 is out (this project is at v0.2.0)" in run(project, *session).stdout
-    update(project, "v0.3.0")
-    assert "up to date: template v0.3.0 is the newest release" in run(project, *session).stdout
+    assert "template v0.4.0 is out (this project is at v0.3.0)" in run(project, *session).stdout
+    update(project, "v0.4.0")
+    assert "up to date: template v0.4.0 is the newest release" in run(project, *session).stdout
     answers_file = project / ".copier-answers.yml"
     source = answers(project)["_src_path"]
     answers_file.write_text(answers_file.read_text().replace(source, str(tmp_path / "moved-away")))

@@ -1,9 +1,8 @@
-"""Shared helpers: the package under test, and training runs in fresh processes."""
+"""Shared helpers: the package under test (served by the samebits library), and training runs in fresh processes."""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tomllib
@@ -11,9 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import samebits.project
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"].replace("-", "_")
+samebits.project.use(PACKAGE)  # what the entry points do: the library serves this project
 
 RunTraining = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -57,11 +58,3 @@ def lm_run(run_training: RunTraining, tmp_path_factory: pytest.TempPathFactory) 
     assert done.returncode == 0, done.stderr
     (run_dir,) = (runs_dir / "char-lm").iterdir()
     return run_dir
-
-
-@pytest.fixture
-def unused_port() -> int:
-    """A local port with nothing listening: connections to it are refused, as to a wandb host that is down."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

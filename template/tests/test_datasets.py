@@ -10,7 +10,7 @@ import torch
 
 from conftest import PACKAGE
 
-batches = import_module(f"{PACKAGE}.core.batches")
+batches = import_module("samebits.core.batches")
 digits = import_module(f"{PACKAGE}.research.datasets.digits")
 char_text = import_module(f"{PACKAGE}.research.datasets.char_text")
 pydoc_topics = import_module(f"{PACKAGE}.research.datasets.pydoc_topics")

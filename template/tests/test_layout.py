@@ -1,10 +1,9 @@
-"""The package keeps its design: research code, machinery and proofs apart, small modules, no import cycles,
-and one loop that never names a task."""
+"""The package holds the project's own code: entry points that hand it to samebits, and research/ in small
+modules, never the loop or the machinery, which are read from the pinned library (external/samebits)."""
 
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
@@ -14,40 +13,14 @@ from conftest import PACKAGE, ROOT
 SOURCE = ROOT / "src" / PACKAGE
 MODULES = sorted(SOURCE.rglob("*.py"))
 MAX_LINES = 300
+ENTRY_POINTS = {"__init__.py", "__main__.py", "cli.py", "train.py"}
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(SOURCE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports(path: Path) -> set[str]:
-    """The package's own modules that `path` imports (relative or absolute), at any depth of the file."""
-    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            names = [f"{target}.{alias.name}" for alias in node.names]
-            found |= {name if name in NAMES else target for name in names}
-        elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-    return {name for name in found if name in NAMES and name != module_name(path)}
-
-
-NAMES = {module_name(path) for path in MODULES}
-GRAPH = {module_name(path): imports(path) for path in MODULES}
-
-
-def test_the_folders_name_the_design() -> None:
-    folders = {path.name for path in SOURCE.iterdir() if path.is_dir()}
-    assert folders >= {"research", "core", "tracking", "launch", "proof"}
-    assert {path.name for path in (SOURCE / "research").iterdir() if path.is_dir()} >= {
-        "models",
-        "datasets",
-        "objectives",
-    }
+def test_the_package_holds_entry_points_and_research_only() -> None:
+    top = {path.name for path in SOURCE.iterdir() if path.name != "__pycache__"}
+    assert top - ENTRY_POINTS <= {"research"}, sorted(top - ENTRY_POINTS)
+    kinds = {path.name for path in (SOURCE / "research").iterdir() if path.is_dir()}
+    assert kinds >= {"models", "datasets", "objectives"}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(SOURCE)))
@@ -55,58 +28,17 @@ def test_modules_stay_small(path: Path) -> None:
     assert len(path.read_text().splitlines()) <= MAX_LINES
 
 
-def test_no_import_cycles() -> None:
-    visiting: list[str] = []
-    done: set[str] = set()
-
-    def visit(name: str) -> None:
-        assert name not in visiting, f"import cycle: {' -> '.join([*visiting[visiting.index(name) :], name])}"
-        if name in done:
-            return
-        visiting.append(name)
-        for imported in sorted(GRAPH[name]):
-            visit(imported)
-        visiting.pop()
-        done.add(name)
-
-    for name in sorted(GRAPH):
-        visit(name)
+def imported(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
 
 
-def test_ownership_boundaries() -> None:
-    def within(name: str, folder: str) -> bool:
-        return name.startswith(f"{PACKAGE}.{folder}")
-
-    for name, imported in GRAPH.items():
-        if within(name, "core"):  # the machinery knows research code only through its registered schemas
-            assert {i for i in imported if within(i, "research")} <= {f"{PACKAGE}.research.schemas"}, name
-        if within(name, "launch"):  # launchers never import the loop
-            assert f"{PACKAGE}.train" not in imported, name
-        if within(name, "research"):  # research code never reaches into the proofs, trackers or the loop
-            assert not {i for i in imported if within(i, "proof") or within(i, "tracking") or i.endswith(".train")}
-    assert f"{PACKAGE}.train" not in {i for imported in GRAPH.values() for i in imported}
-
-
-def test_the_loop_never_names_a_task() -> None:
-    """train.py reaches data, model and objective only through the config: no dataset, label or metric name."""
-    tree = ast.parse((SOURCE / "train.py").read_text())
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree) if _has_docstring(node)}
-    words = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    words |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    words |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-              and id(n) not in docstrings}  # fmt: skip
-    tokens = set(re.findall(r"[a-z]+", " ".join(words).lower()))
-    assert tokens.isdisjoint(TASK_WORDS), sorted(tokens & TASK_WORDS)
-
-
-TASK_WORDS = {"digit", "digits", "pydoc", "char", "chars", "label", "labels", "acc", "accuracy", "bpc"}
-TASK_WORDS |= {"entropy", "token", "tokens", "logits", "vocab", "classification", "language"}
-
-
-def _has_docstring(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef)
-        and bool(node.body)
-        and isinstance(node.body[0], ast.Expr)
-        and isinstance(node.body[0].value, ast.Constant)
-    )
+@pytest.mark.parametrize("path", sorted((SOURCE / "research").rglob("*.py")), ids=lambda path: path.name)
+def test_research_code_never_reaches_into_the_loop_the_proof_or_the_launcher(path: Path) -> None:
+    forbidden = ("samebits.train", "samebits.proof", "samebits.launch", "samebits.tracking")
+    assert not {name for name in imported(path) if name.startswith(forbidden)}

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import torch
 from hydra.utils import get_class, instantiate
+from samebits.core.determinism import make_deterministic
+from samebits.core.errors import fail
+from samebits.core.evaluation import saved_checkpoint, saved_config
 from torch import Tensor, nn
-
-from ..core.determinism import make_deterministic
-from ..core.errors import fail
-from ..core.evaluation import saved_checkpoint, saved_config
 
 
 def sample(run_dir: Path, chars: int, prompt: str, seed: int, temperature: float) -> str:

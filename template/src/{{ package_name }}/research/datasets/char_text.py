@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
+from samebits import ArrayDataset, BatchRequest
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from ...core.batches import ArrayDataset, BatchRequest
 from . import pydoc_topics
 
 

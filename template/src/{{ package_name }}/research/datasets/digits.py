@@ -6,10 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from samebits import ArrayDataset, BatchRequest, write_atomic
 from torch import Tensor
-
-from ...core.batches import ArrayDataset, BatchRequest
-from ...core.files import write_atomic
 
 
 class Digits:

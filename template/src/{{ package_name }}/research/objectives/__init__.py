@@ -1,26 +1,7 @@
 """Objectives: how a batch becomes a loss, and which metrics evaluation reports; one class per file, each built
-from a `configs/objective/` option. The loop calls only what `Objective` names, whatever the task.
+from a `configs/objective/` option. Each implements `samebits.Objective`: the loop calls only what it names.
 """
 
-from __future__ import annotations
+from samebits import Objective
 
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from torch import Tensor, nn
-
-
-class Objective(Protocol):
-    main_metric: str  # the metric a finished run reports, e.g. "val/acc"
-
-    def loss(self, model: nn.Module, batch: tuple[Tensor, ...]) -> Tensor:
-        """The training loss of one batch, averaged over it."""
-        ...
-
-    def evaluation_sums(self, model: nn.Module, batch: tuple[Tensor, ...]) -> dict[str, Tensor]:
-        """Sums over one validation batch (e.g. summed loss, correct answers, count), added up by the loop."""
-        ...
-
-    def metrics(self, sums: dict[str, float]) -> dict[str, float]:
-        """The reported metrics, named `val/<metric>`, from the sums over the whole validation set."""
-        ...
+__all__ = ["Objective"]

@@ -1,0 +1,29 @@
+"""samebits: one training loop and the machinery around it, for experiment projects that must give the same bits.
+
+A project holds its research code (models, datasets, objectives, schedules and their schemas) and its Hydra
+configs; this library holds the loop, checkpoints, determinism, provenance, the launcher, the trackers, run
+analysis and the reproducibility proof. What a project imports from it is listed here, and only this is public:
+
+    samebits.entry.train(package)   the entry point behind `python -m <package>.train`
+    samebits.cli.main(package)      the console command `<package> SUBCOMMAND`
+    Objective                       the protocol an objective implements (how a batch becomes a loss and metrics)
+    ArrayDataset, BatchRequest      the dataset contract: what `train`, `val` and a training batch request are
+    derive_seed                     a seed for one purpose of one epoch, for a dataset's own randomness
+    write_atomic                    write a file whole or not at all (a dataset's cache)
+    samebits.tracking.Tracker       the protocol a new tracker (configs/logger/) implements
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .core.batches import ArrayDataset, BatchRequest, derive_seed
+from .core.files import write_atomic
+from .objective import Objective
+
+try:
+    __version__ = version("samebits")
+except PackageNotFoundError:  # imported from a source folder that was never installed
+    __version__ = "0+unknown"
+
+__all__ = ["ArrayDataset", "BatchRequest", "Objective", "__version__", "derive_seed", "write_atomic"]

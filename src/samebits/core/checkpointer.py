@@ -1,0 +1,104 @@
+"""The run's checkpointer: where a run resumes from, when it saves, and what a save waits for.
+
+It owns the cadence, so that the loop only says where it is: `maybe_save(step, last=..., best=...)` saves every
+`trainer.ckpt_every` steps, at the last step, and at a step whose evaluation is the best so far. A save first
+checks that the loss has not diverged (a diverged state never reaches a checkpoint) and flushes the trackers'
+lines to disk (a checkpoint never covers a step that `metrics.jsonl` lacks); once the checkpoint is durable, the
+trackers may publish the steps it covers, and status.json names it as the step a new attempt resumes from.
+The files themselves (atomic writes, manifest, fallback) are core/checkpoint.py's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler
+
+from . import distributed
+from .batches import TrainStream
+from .best import BestTracker
+from .checkpoint import CheckpointDir, CheckpointUnreadable, Origin, restore, resume_problems, snapshot
+from .determinism import capture_rng_state
+from .divergence import DivergenceWatch
+from .errors import fail
+from .precision import Precision
+from .run_folder import RunFolder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainingState:
+    """Everything a training step depends on, besides the RNGs: what a checkpoint holds and a resume restores."""
+
+    model: nn.Module
+    optimizer: Optimizer
+    scheduler: LRScheduler
+    precision: Precision
+    stream: TrainStream
+
+
+def resume_latest(
+    folder: CheckpointDir,
+    state: TrainingState,
+    origin: Origin,
+    device: torch.device,
+    allow_code_change: bool,
+    run: RunFolder,
+) -> int:
+    """Restore the latest valid checkpoint of the run, if it has one (rank 0 finds it, every rank loads it); return
+    its step, or 0 for a fresh run. A checkpoint of another config, commit or lock is refused in one line each."""
+    context = run.context
+    if context.is_main:
+        folder.clean()
+    if (name := distributed.from_main(context, folder.find_latest() if context.is_main else None)) is None:
+        return 0
+    try:
+        saved = folder.load(name)
+    except CheckpointUnreadable as error:
+        fail([f"{error}: resume with the code and lock that wrote it (see its run's config and provenance)"])
+    if problems := resume_problems(saved, origin, context.world_size, allow_code_change):
+        fail(problems)
+    step = restore(saved, state.model, state.optimizer, state.scheduler, state.precision, state.stream, context.rank,
+                   device)  # fmt: skip
+    log.info("resumed from the checkpoint at step %d", step)
+    return step
+
+
+@dataclass
+class Checkpointer:
+    folder: CheckpointDir
+    state: TrainingState
+    origin: Origin
+    every: int  # trainer.ckpt_every
+    device: torch.device
+    run: RunFolder
+    best: BestTracker
+    divergence: DivergenceWatch
+    flush: Callable[[], None]  # the trackers' lines to disk, before the checkpoint
+    publish: Callable[[int], None]  # the steps up to the durable checkpoint may leave the process
+
+    def maybe_save(self, step: int, *, last: bool, best: bool) -> None:
+        if step % self.every == 0 or last or best:
+            self.save(step, best=best)
+
+    def save(self, step: int, *, best: bool = False) -> None:
+        context = self.run.context
+        self.divergence.check()
+        self.flush()
+        rng = distributed.gather(context, capture_rng_state(self.device))
+        if context.is_main:
+            parts = self.state
+            taken = snapshot(parts.model, parts.optimizer, parts.scheduler, parts.precision, parts.stream, rng,
+                             self.origin)  # fmt: skip
+            saved = self.folder.save(taken, step)
+            if best:
+                self.best.record(saved.name, step)  # kept past keep_last
+        self.publish(step)
+        distributed.barrier(context)
+        self.run.record("running", step)  # the step a new attempt would resume from, and a sign of life

@@ -1,0 +1,175 @@
+"""The root config schema, where the project's configs and folders are, and a run's identity.
+
+The root schema and the machinery's groups (trainer, logger, paths) are typed here; the research components'
+schemas are in research/schemas.py. A misspelled key or a wrongly typed value is refused by Hydra while the
+config is composed. What types cannot say (a positive learning rate, a batch that fits in the training set) is
+checked in core/checks.py before any data loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from ..project import current
+
+# The groups that hold research components, each built by `hydra.utils.instantiate` from its `_target_`.
+COMPONENT_GROUPS = ("model", "data", "objective", "optim", "sched")
+
+# Settings that change where a run writes, what it logs or how it is scheduled, never what it computes. They are
+# left out of a run's identity (its name and config hash), so that moving a run, giving it more workers or
+# resuming it in slices keeps it the same run.
+NON_IDENTITY_KEYS = (
+    "paths",
+    "logger",
+    "main_tag",
+    "tags",
+    "run_name",
+    "trainer.num_workers",
+    "trainer.progress_bar",
+    "trainer.log_every",
+    "trainer.eval_every",
+    "trainer.ckpt_every",
+    "trainer.keep_last",
+    "trainer.stop_at_step",
+    "trainer.allow_code_change",
+    "trainer.best_metric",
+    "trainer.best_mode",
+)
+
+# Settings added after runs existed, left out of a run's identity while they hold the value that computes what
+# runs computed before them: a run started before they existed keeps its name and resumes after an update.
+NEUTRAL_DEFAULTS: dict[str, Any] = {
+    "trainer.precision": "32",
+    "trainer.accumulate_grad_batches": 1,
+    "trainer.compile": False,
+    "data.test_fraction": 0.0,
+    "data.test_every": 0,
+}
+
+
+# --- Infrastructure, logging and paths -----------------------------------------------------------------------
+@dataclass
+class TrainerConfig:
+    max_steps: int = 600
+    eval_every: int = 100
+    log_every: int = 10
+    grad_clip_norm: float | None = 1.0
+    device: str = "cpu"
+    num_threads: int = 1
+    num_workers: int = 0
+    progress_bar: bool = True
+    ckpt_every: int = 100
+    keep_last: int = 3
+    stop_at_step: int | None = None
+    allow_code_change: bool = False
+    precision: str = "32"  # 32, bf16 (autocast, CPU or GPU) or fp16 (autocast and a gradient scaler, CUDA only)
+    accumulate_grad_batches: int = 1  # micro-batches of data.batch_size per optimizer step
+    compile: bool = False  # torch.compile the model for training, where this machine can
+    best_metric: str | None = None  # the evaluation metric that picks the best checkpoint; None: the objective's
+    best_mode: str = "auto"  # min, max, or auto: min for a loss-like name (core/best.py), max otherwise
+
+
+@dataclass
+class JsonlConfig:
+    _target_: str = "samebits.tracking.jsonl.JsonlTracker"
+    filename: str = "metrics.jsonl"
+
+
+@dataclass
+class WandbConfig:
+    _target_: str = "samebits.tracking.wandb_tracker.WandbTracker"
+    project: str | None = None  # None: the package name
+    entity: str | None = None
+    mode: str = "auto"  # auto: online when WANDB_API_KEY is set, else offline; or online, offline
+    init_timeout_s: float = 30.0
+    timeout_s: float = 120.0  # a call unanswered this long switches the tracker off for the attempt
+
+
+@dataclass
+class MlflowConfig:
+    _target_: str = "samebits.tracking.mlflow_tracker.MlflowTracker"
+    tracking_uri: str = "sqlite:///${paths.runs_dir}/mlflow.db"
+    artifact_location: str = "${paths.runs_dir}/mlflow-artifacts"
+    experiment: str = "${main_tag}"
+    timeout_s: float = 120.0
+
+
+@dataclass
+class LoggerConfig:
+    jsonl: JsonlConfig = field(default_factory=JsonlConfig)  # always on: the run's own record, which proofs read
+    wandb: WandbConfig | None = None
+    mlflow: MlflowConfig | None = None
+
+
+@dataclass
+class PathsConfig:
+    runs_dir: str = "${project_path:${oc.env:RUNS_DIR,runs}}"
+    data_dir: str = "${project_path:${oc.env:DATA_DIR,data}}"
+    run_dir: str = "${.runs_dir}/${main_tag}/${run_name}"
+
+
+@dataclass
+class TrainConfig:
+    model: Any = MISSING
+    data: Any = MISSING
+    objective: Any = MISSING
+    optim: Any = MISSING
+    sched: Any = MISSING
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    seed: int = 0
+    main_tag: str = "dev"
+    tags: list[str] = field(default_factory=lambda: ["exploratory"])
+    run_name: str = "${auto_run_name:}"
+
+
+def config_dir() -> str:
+    """The project's configs/ folder, once the root schema and the project's research schemas are registered with
+    Hydra: every composition (the entry point, a sweep, the launcher, the proof) starts here."""
+    store = ConfigStore.instance()
+    store.store(name="train_schema", node=TrainConfig)
+    current().schemas().register(store)
+    return str(current().config_dir)
+
+
+def project_path(path: str) -> str:
+    """A relative path is relative to the project, not to the folder a run is started from."""
+    return str(current().root / path) if path else ""  # empty stays empty, for `check` to report
+
+
+OmegaConf.register_new_resolver("project_path", project_path, replace=True)
+
+
+def identity(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved settings that decide what a run computes: everything but NON_IDENTITY_KEYS."""
+    raw = OmegaConf.to_container(cfg, resolve=False)  # interpolations stay as text until resolved below
+    assert isinstance(raw, dict)
+    for key in ("hydra", *(k for k in NON_IDENTITY_KEYS if "." not in k)):
+        raw.pop(key, None)  # `run_name` itself, and `paths` which interpolates it, must go before resolving
+    settings = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
+    assert isinstance(settings, dict)
+    for dotted in (k for k in NON_IDENTITY_KEYS if "." in k):
+        parent, _, leaf = dotted.rpartition(".")
+        settings.get(parent, {}).pop(leaf, None)
+    for dotted, neutral in NEUTRAL_DEFAULTS.items():
+        parent, _, leaf = dotted.rpartition(".")
+        if leaf in settings.get(parent, {}) and settings[parent][leaf] == neutral:
+            del settings[parent][leaf]
+    return settings
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as one mapping of dotted keys: {"optim": {"lr": 1}} -> {"optim.lr": 1}."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

@@ -1,0 +1,1 @@
+"""Launching runs as jobs of an exact, pushed commit (the project's jobs/job.sh)."""

@@ -1,0 +1,58 @@
+"""What launchers know of a run: its launch record and its lease, both in the run folder.
+
+- `launch.json`, the launch record, is written only by launchers (never by training): how the run was last
+  submitted (backend, job id, commit, overrides) and, for the local backend, whether it waits in the queue or
+  how its job ended.
+- `launch.lock`, the lease, is an exclusive `flock` that a launcher holds while it decides about a run and
+  submits it, and that a local job holds while it runs. A launcher that finds the lease taken leaves the run to
+  its holder, so concurrent launchers submit each run once. The kernel releases a lease when its holder dies.
+  The lease decides who may submit, never whether a job is alive: that is read from the job's pid and start
+  time (launch/local.py), which a launcher holding the lease itself cannot mistake for its own hold.
+
+Both live beside `run.lock`, which the training process holds: the last line of defence, not the first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import Any
+
+from ..core.files import read_json_object, write_json
+
+RECORD_NAME = "launch.json"
+LEASE_NAME = "launch.lock"
+
+
+def read(run_dir: Path) -> dict[str, Any] | None:
+    return read_json_object(run_dir / RECORD_NAME)
+
+
+def write(run_dir: Path, record: dict[str, Any]) -> None:
+    """Replace the launch record atomically: a reader sees the old record or the new one, never half of one."""
+    write_json(run_dir / RECORD_NAME, record)
+
+
+class Lease:
+    """An exclusive, non-blocking hold on one run; `take` returns None when another launcher or job holds it."""
+
+    def __init__(self, run_dir: Path, descriptor: int) -> None:
+        self.run_dir, self.descriptor = run_dir, descriptor
+
+    @classmethod
+    def take(cls, run_dir: Path) -> Lease | None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(run_dir / LEASE_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            return None
+        return cls(run_dir, descriptor)
+
+    def release(self) -> None:
+        """Close this process's hold; a local job given the descriptor keeps holding the lease."""
+        if self.descriptor >= 0:
+            os.close(self.descriptor)
+            self.descriptor = -1

@@ -1,0 +1,88 @@
+"""The Slurm backend: one `sbatch` job array per main tag of a sweep, resources from configs/launcher/slurm.yaml.
+
+Each array task runs jobs/job.sh at the launch commit, reading its run name and overrides from a task file
+(`<runs folder>/.launch/<array id>/tasks/<index>`, NUL-separated). Slurm keeps a copy of the batch script and its
+arguments, so a requeued task runs its launch commit even after main has moved on. The array is submitted with
+`--requeue` (a failed node puts the task back in the queue), `--signal=B:USR2@<grace>` (training saves before the
+time limit, exits 75, and job.sh requeues the task) and `--open-mode=append` (a requeued task adds to its log).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import subprocess
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core.errors import fail
+from ..project import current
+from . import records
+from .specs import RunSpec
+
+FLAGS = {"partition": "partition", "time": "time", "nodes": "nodes", "ntasks_per_node": "ntasks-per-node",
+         "cpus_per_task": "cpus-per-task", "gpus_per_node": "gpus-per-node", "mem": "mem"}  # fmt: skip
+
+
+def settings_file() -> Path:
+    return current().config_dir / "launcher" / "slurm.yaml"
+
+
+def settings() -> dict[str, Any]:
+    try:
+        found = yaml.safe_load(settings_file().read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        fail([f"cannot read {settings_file()}: {error}"])
+    unknown = sorted(set(found) - {*FLAGS, "signal_grace_s", "extra"})
+    if unknown:
+        fail([f"{settings_file()} has unknown settings {unknown}: use {sorted({*FLAGS, 'signal_grace_s', 'extra'})}"])
+    return found
+
+
+def check_available() -> None:
+    if shutil.which("sbatch") is None or shutil.which("squeue") is None:
+        fail(["sbatch and squeue are not on PATH: launch from a Slurm login node, or use --backend local"])
+
+
+def submit(specs: Sequence[RunSpec], taken: Sequence[tuple[records.Lease, dict[str, Any]]], limit: int | None) -> str:
+    """Submit one job array for `specs` (one main tag), record each run's job id, and return the array's id.
+    `taken` holds each run's lease and launch record; `limit` caps how many tasks run at once."""
+    base = taken[0][1]
+    options = settings()
+    launch_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(4)}"
+    folder = Path(base["environment"]["RUNS_DIR"]) / ".launch" / launch_id
+    (folder / "tasks").mkdir(parents=True)
+    for index, spec in enumerate(specs):  # NUL-separated: overrides may hold spaces and quotes
+        (folder / "tasks" / str(index)).write_bytes(b"\0".join(a.encode() for a in (spec.name, *spec.overrides)))
+    flags = [f"--{flag}={options[key]}" for key, flag in FLAGS.items() if options.get(key) is not None]
+    command = [
+        "sbatch",
+        "--parsable",
+        f"--array=0-{len(specs) - 1}" + (f"%{limit}" if limit else ""),
+        "--requeue",
+        f"--signal=B:USR2@{int(options.get('signal_grace_s', 120))}",
+        "--open-mode=append",
+        f"--job-name={specs[0].main_tag}",
+        f"--output={folder}/%a.out",
+        f"--chdir={current().root}",
+        "--export=ALL," + ",".join(f"{key}={value}" for key, value in base["environment"].items()),
+        *flags,
+        *map(str, options.get("extra") or []),
+        str(current().root / "jobs" / "job.sh"),
+        base["repo"],
+        base["commit"],
+        "--tasks",
+        str(folder / "tasks"),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        fail([f"sbatch refused the job array: {done.stderr.strip() or done.stdout.strip()}"])
+    array = done.stdout.strip().split(";")[0]  # --parsable prints `id` or `id;cluster`
+    for index, (lease, record) in enumerate(taken):
+        log = str(folder / f"{index}.out")
+        records.write(lease.run_dir, record | {"state": "submitted", "job_id": f"{array}_{index}", "log": log})
+    return array

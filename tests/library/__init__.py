@@ -1,0 +1,1 @@
+"""The samebits library's own tests: run directly, no Copier (see helpers/project.py)."""

@@ -1,0 +1,1 @@
+"""What the library's tests share: a project to serve (project.py) and the processes they start (runs.py)."""
