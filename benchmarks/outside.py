@@ -64,7 +64,7 @@ def template_operations(template: Path, rounds: int) -> Section:
             copy = ["copy", "--vcs-ref", "v1.0.0", str(source), str(project)]
             found["copy"].append(timed(lambda copy=copy: _copier(copy)))
             found["update"].append(timed(lambda project=project: _copier(["update", "--vcs-ref", "v1.1.0"], project)))
-            if not (project / "docs" / "bench-note.md").is_file():
+            if not (project / "configs" / "bench-note.md").is_file():
                 raise RuntimeError(f"copier update left {project} without the new version's file")
             _log(f"  round {number}/{rounds}: copy {found['copy'][-1]:.3g}, update {found['update'][-1]:.3g}")
     return Section(
