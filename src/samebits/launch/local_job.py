@@ -21,7 +21,7 @@ from . import local, records
 def main(run_dir: Path, lease_descriptor: int) -> int:
     record = records.read(run_dir) or {}
     environment = os.environ | {key: str(value) for key, value in record.get("environment", {}).items()}
-    command = [str(current().root / "jobs" / "job.sh"), record["repo"], record["commit"], run_dir.name]
+    command = [str(current().job_script), record["repo"], record["commit"], run_dir.name]
     job = subprocess.Popen([*command, *record.get("overrides", [])], env=environment, stdin=subprocess.DEVNULL)
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(number, lambda received, _frame: job.send_signal(received))

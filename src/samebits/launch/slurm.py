@@ -72,7 +72,7 @@ def submit(specs: Sequence[RunSpec], taken: Sequence[tuple[records.Lease, dict[s
         "--export=ALL," + ",".join(f"{key}={value}" for key, value in base["environment"].items()),
         *flags,
         *map(str, options.get("extra") or []),
-        str(current().root / "jobs" / "job.sh"),
+        str(current().job_script),
         base["repo"],
         base["commit"],
         "--tasks",

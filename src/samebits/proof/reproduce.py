@@ -57,7 +57,7 @@ def reproduce(run_dir: Path, steps: int | None, repo: str | None = None) -> None
     print(f"reproducing {run['name']} from {git['commit'][:12]} of {repo}", flush=True)
 
     with tempfile.TemporaryDirectory(prefix="reproduce-") as scratch:
-        job = [str(current().root / "jobs" / "job.sh"), repo, git["commit"], run["name"], *overrides]
+        job = [str(current().job_script), repo, git["commit"], run["name"], *overrides]
         done = subprocess.run(job, env={**os.environ, "RUNS_DIR": scratch}, cwd=current().root, text=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
         if done.returncode == 2 and "job.sh: error:" in done.stderr:

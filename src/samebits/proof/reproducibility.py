@@ -1,6 +1,6 @@
 """The reproducibility proof: a run gives the same bits however it is run, stopped, killed or resumed.
 
-    python -m <package>.proof [--device cuda] [--seed N] [--only 1,2] [overrides...]
+    <package> proof [--device cuda] [--seed N] [--only 1,2] [overrides...]
     nox -s reproducibility [-- the same arguments]
 
 Against an uninterrupted reference run of the same config (the default experiment shortened to 240 steps, see

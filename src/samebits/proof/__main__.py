@@ -1,3 +1,0 @@
-from .reproducibility import main
-
-main()
