@@ -7,7 +7,7 @@ import subprocess
 import sys
 from importlib import import_module
 
-from library.helpers.project import ROOT
+from library.helpers.project import PACKAGE, ROOT
 
 reproducibility = import_module("samebits.proof.reproducibility")
 RunResult = import_module("samebits.proof.chains").RunResult
@@ -80,7 +80,7 @@ def test_the_proofs_default_run_crosses_epochs_and_has_a_checkpoint_before_each_
 
 
 def test_a_bad_override_is_refused_in_one_line_before_any_run() -> None:
-    command = [sys.executable, "-m", "samebits.proof", "--only", "1", "optim.nope=3"]
+    command = [sys.executable, "-m", PACKAGE, "proof", "--only", "1", "optim.nope=3"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 2
     assert done.stderr.startswith("error: Could not override 'optim.nope'"), done.stderr
