@@ -10,6 +10,8 @@ analysis and the reproducibility proof. What a project imports from it is listed
     ArrayDataset, BatchRequest      the dataset contract: what `train`, `val` and a training batch request are
     derive_seed                     a seed for one purpose of one epoch, for a dataset's own randomness
     write_atomic                    write a file whole or not at all (a dataset's cache)
+    UsageError                      raise it for a user's mistake: the entry point prints its lines, one
+                                    `error: ...` each, and exits with code 2 (no traceback)
     samebits.tracking.Tracker       the protocol a new tracker (configs/logger/) implements
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from .core.batches import ArrayDataset, BatchRequest, derive_seed
+from .core.errors import UsageError
 from .core.files import write_atomic
 from .objective import Objective
 
@@ -26,4 +29,4 @@ try:
 except PackageNotFoundError:  # imported from a source folder that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["ArrayDataset", "BatchRequest", "Objective", "__version__", "derive_seed", "write_atomic"]
+__all__ = ["ArrayDataset", "BatchRequest", "Objective", "UsageError", "__version__", "derive_seed", "write_atomic"]

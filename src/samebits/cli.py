@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from .analysis import commands as analysis
-from .core.errors import fail
+from .core.errors import UsageError, exit_on_error
 from .project import current, use
 
 DESCRIPTION = """\
@@ -158,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(package: str, argv: list[str] | None = None) -> None:
     """The console command of the project whose import name is `package`."""
     use(package)
+    with exit_on_error():
+        _run(argv)
+
+
+def _run(argv: list[str] | None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["train"]:  # before argparse, which would take Hydra's own options (--cfg, -m) for ours
         train(argv[1:])
@@ -173,7 +178,7 @@ def main(package: str, argv: list[str] | None = None) -> None:
         return
     if args.command == "reproduce":
         if args.steps is not None and args.steps < 1:
-            fail([f"--steps must be at least 1, not {args.steps}"])
+            raise UsageError(f"--steps must be at least 1, not {args.steps}")
         from .proof.reproduce import reproduce  # loads Hydra only for this command
 
         reproduce(args.run_dir, args.steps, args.repo)
@@ -190,25 +195,25 @@ def main(package: str, argv: list[str] | None = None) -> None:
             *([f"--temperature must be > 0, not {args.temperature}"] if args.temperature <= 0 else []),
         ]
         if mistakes:
-            fail(mistakes)
+            raise UsageError(*mistakes)
         sample = current().module("research.sampling").sample  # loads torch only for this command
 
         print(sample(args.run_dir, args.chars, args.prompt, args.seed, args.temperature))
     elif args.command == "launch":
         if args.max_concurrent is not None and args.max_concurrent < 1:
-            fail([f"--max-concurrent must be at least 1, not {args.max_concurrent}"])
+            raise UsageError(f"--max-concurrent must be at least 1, not {args.max_concurrent}")
         from .launch.command import launch  # loads Hydra only for this command
 
         launch(args.overrides, args.backend, args.dry_run, args.max_concurrent, args.retry_failed, args.force)
     elif args.command == "search":
         if args.parallel < 1 or args.poll_s <= 0:
-            fail([f"--parallel must be >= 1 and --poll-s > 0, not {args.parallel} and {args.poll_s}"])
+            raise UsageError(f"--parallel must be >= 1 and --poll-s > 0, not {args.parallel} and {args.poll_s}")
         try:
             from .launch.search import search
         except ModuleNotFoundError as error:
             if error.name != "optuna":
                 raise
-            fail(["the search needs Optuna, which is not installed: run `uv sync --extra search`"])
+            raise UsageError("the search needs Optuna, which is not installed: run `uv sync --extra search`") from None
         search(args.space, args.study, args.backend, args.parallel, args.poll_s)
     elif args.command == "status":
         from .core.runs import runs_root
@@ -217,7 +222,7 @@ def main(package: str, argv: list[str] | None = None) -> None:
         print("\n".join(status.report(runs_root(current().root), args.tag)))
     elif args.command == "jobs-cache":
         if args.action == "prune" and args.keep < 0:
-            fail([f"--keep must be 0 or more, not {args.keep}"])
+            raise UsageError(f"--keep must be 0 or more, not {args.keep}")
         from .launch import jobs_cache
 
         cache = jobs_cache.cache_dir(current().package)

@@ -33,7 +33,7 @@ from .core import (
 from .core.checks import check
 from .core.config import config_dir, identity
 from .core.determinism import make_deterministic
-from .core.errors import INTERRUPTED, one_line_config_errors
+from .core.errors import Interrupted, exit_on_error, one_line_config_errors
 from .core.run_folder import RunFolder
 from .core.sweep import check_sweep
 from .objective import Objective
@@ -52,16 +52,22 @@ def train(package: str) -> None:
 
 def _cli() -> None:
     package = current().package
-    try:
-        with one_line_config_errors(hint=f"list every setting with: python -m {package}.train --cfg job"):
-            check_sweep(sys.argv[1:])  # with -m, every point of a sweep is checked before the first one trains
-            hydra.main(version_base="1.3", config_path=config_dir(), config_name="train")(_main)()
-    except KeyboardInterrupt:  # a second Ctrl-C before the run folder was claimed: nothing to record
-        print("interrupted: nothing was saved", file=sys.stderr)
-        raise SystemExit(INTERRUPTED) from None
+    with exit_on_error():
+        try:
+            with one_line_config_errors(hint=f"list every setting with: python -m {package}.train --cfg job"):
+                check_sweep(sys.argv[1:])  # with -m, every point of a sweep is checked before the first one trains
+                hydra.main(version_base="1.3", config_path=config_dir(), config_name="train")(_main)()
+        except KeyboardInterrupt:  # a second Ctrl-C before the run folder was claimed: nothing to record
+            raise Interrupted("nothing was saved") from None
 
 
 def _main(cfg: DictConfig) -> float:
+    # Each run of a sweep (-m) ends here: Hydra would keep an error until the rest of the sweep had run.
+    with exit_on_error():
+        return _run(cfg)
+
+
+def _run(cfg: DictConfig) -> float:
     OmegaConf.resolve(cfg)
     trainer = cfg.trainer
     check(cfg)  # before anything is loaded or written: one line per mistake, exit code 2

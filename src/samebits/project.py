@@ -14,7 +14,7 @@ from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
-from .core.errors import fail
+from .core.errors import UsageError
 
 ENVIRONMENT = "SAMEBITS_PROJECT_PACKAGE"
 
@@ -51,7 +51,7 @@ def use(package: str) -> Project:
 def current() -> Project:
     package = os.environ.get(ENVIRONMENT)
     if not package:
-        fail(["no project to serve: run this through your project's entry point (python -m <package>.train)"])
+        raise UsageError("no project to serve: run this through your project's entry point (python -m <package>.train)")
     module = import_module(package)
     source = Path(module.__file__ or "").resolve()
     # src/<package>/__init__.py: the checkout is two folders above the package

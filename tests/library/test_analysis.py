@@ -24,6 +24,7 @@ plots = import_module("samebits.analysis.plots")
 records = import_module("samebits.analysis.records")
 table = import_module("samebits.analysis.table")
 tags = import_module("samebits.analysis.tags")
+exit_on_error = import_module("samebits.core.errors").exit_on_error
 
 TAG = "analysis_test"
 TINY = [
@@ -175,7 +176,7 @@ def test_a_malformed_tags_file_is_one_line(tmp_path: Path, capsys: pytest.Captur
     (tmp_path / "configs").mkdir()
     for text in ("dev: [unclosed\n", "- a list\n- of tags\n"):
         (tmp_path / "configs" / "tags.yaml").write_text(text)
-        with pytest.raises(SystemExit) as exit_info:
+        with pytest.raises(SystemExit) as exit_info, exit_on_error():
             tags.notes(tmp_path)
         assert exit_info.value.code == 2
         assert len(capsys.readouterr().err.splitlines()) == 1

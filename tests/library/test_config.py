@@ -107,7 +107,7 @@ def test_composition_errors_are_condensed_to_one_line(
     override: str, message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    with pytest.raises(SystemExit) as stopped, errors.one_line_config_errors(hint="hint"):
+    with pytest.raises(SystemExit) as stopped, errors.exit_on_error(), errors.one_line_config_errors(hint="hint"):
         composed(override)
     assert stopped.value.code == errors.USAGE_ERROR
     reported = capsys.readouterr().err

@@ -25,6 +25,7 @@ folders = import_module("samebits.analysis.folders")
 core_runs = import_module("samebits.core.runs")
 plots = import_module("samebits.analysis.plots")
 records = import_module("samebits.analysis.records")
+exit_on_error = import_module("samebits.core.errors").exit_on_error
 
 SHORT = [
     "trainer.max_steps=20",
@@ -185,7 +186,7 @@ def test_too_many_main_tags_for_one_figure_is_one_line(
     run = core_runs.run_dirs(runs, "sweep")[0]
     for index in range(8):  # more main tags than panels one figure holds
         _copy_run(run, many / f"tag{index}")
-    with pytest.raises(SystemExit) as exit_info:
+    with pytest.raises(SystemExit) as exit_info, exit_on_error():
         plots.plot(many, "val/loss", None, None, None)
     assert exit_info.value.code == 2
     error = capsys.readouterr().err

@@ -35,7 +35,7 @@ def claimed(run_dir: Path) -> object:
 
 
 def refusal(run_dir: Path, settings: dict[str, object], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as stopped:
+    with pytest.raises(SystemExit) as stopped, errors.exit_on_error():
         run_folder.RunFolder(run_dir, ALONE).claim(settings, "demo")
     return stopped.value.code, capsys.readouterr().err
 
@@ -76,7 +76,7 @@ def test_the_kernel_releases_the_lock_of_a_killed_holder(tmp_path: Path) -> None
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert holder.stdout.readline().strip() == "locked"
-    with pytest.raises(SystemExit):
+    with pytest.raises(errors.RunLocked):
         run_folder.RunFolder(tmp_path, ALONE).claim(SETTINGS, "demo")
     holder.kill()  # kill -9: no cleanup runs
     holder.wait()
@@ -108,7 +108,10 @@ def test_new_code_may_add_or_retire_settings_but_not_change_shared_ones(
     other.mkdir()
     (other / "config.yaml").write_bytes((run_dir / "config.yaml").read_bytes())
     run_folder.RunFolder(run_dir, ALONE).claim(added, "demo", allow_code_change=True)
-    with pytest.raises(SystemExit) as stopped:  # a shared setting with another value is another config, always
+    with (
+        pytest.raises(SystemExit) as stopped,
+        errors.exit_on_error(),
+    ):  # a shared setting with another value is another config, always
         run_folder.RunFolder(other, ALONE).claim({**added, "seed": 1}, "demo", allow_code_change=True)
     assert stopped.value.code == errors.USAGE_ERROR and "(seed: 0 -> 1)" in capsys.readouterr().err
 
@@ -129,7 +132,7 @@ def test_each_way_out_is_recorded_in_one_line(
 ) -> None:
     folder = claimed(tmp_path)
     folder.record("running", 40)
-    with pytest.raises(SystemExit) as stopped, folder.attempt():
+    with pytest.raises(SystemExit) as stopped, errors.exit_on_error(), folder.attempt():
         raise raised
     assert stopped.value.code == code
     reported = capsys.readouterr().err

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import fail
+from ..core.errors import UsageError
 from ..core.runs import runs_root
 from ..project import current
 
@@ -126,5 +126,5 @@ def _table(args: argparse.Namespace, project_root: Path) -> pd.DataFrame:
         return collect(root, args.tag)
     if not found:
         which = f" with main_tag {args.tag}" if args.tag else ""
-        fail([f"no {args.source} runs{which}: train with logger=[jsonl,{args.source}]"])
+        raise UsageError(f"no {args.source} runs{which}: train with logger=[jsonl,{args.source}]")
     return frame(found)

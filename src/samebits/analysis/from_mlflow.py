@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..core.errors import fail
+from ..core.errors import UsageError
 from ..tracking.mlflow_store import sqlite_path
 from .records import RunRecord
 
@@ -21,7 +21,7 @@ PAGE = 1000
 def records(tracking_uri: str, main_tag: str | None = None) -> list[RunRecord]:
     """One record per MLflow run made by this project's tracker (it has a `main_tag` tag), oldest first."""
     if (path := sqlite_path(tracking_uri)) is not None and not path.exists():
-        fail([f"no MLflow store at {path}: train with logger=[jsonl,mlflow], or pass --mlflow-uri"])
+        raise UsageError(f"no MLflow store at {path}: train with logger=[jsonl,mlflow], or pass --mlflow-uri")
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=tracking_uri)

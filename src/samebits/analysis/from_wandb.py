@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import fail
+from ..core.errors import ServiceUnreachable, UsageError
 from ..tracking import wandb_files
 from .records import RunRecord, identity_settings
 
@@ -25,7 +25,7 @@ TIMEOUT_S = 30
 def from_files(folder: Path, main_tag: str | None = None) -> list[RunRecord]:
     """One record per wandb run whose files lie under `folder`, its attempts read oldest first."""
     if not folder.is_dir():
-        fail([f"--wandb-dir {folder}: no such folder"])
+        raise UsageError(f"--wandb-dir {folder}: no such folder")
     found = [_from_attempts(paths) for paths in wandb_files.runs_under(folder).values()]
     return [record for record in found if record is not None and main_tag in (None, record.main_tag)]
 
@@ -44,7 +44,7 @@ def from_server(path: str, main_tag: str | None = None) -> list[RunRecord]:
         # At once: wandb's exit handler waits for its service process, which may go on retrying a host that does
         # not answer for minutes after the API gave up (measured: 1 exit in 3 hung past 120 s). The service exits
         # once this process is gone.
-        fail([f"W&B server: {reason}; {fix}"], at_once=True)
+        raise ServiceUnreachable(f"W&B server: {reason}; {fix}") from None
     return [record for record in found if record is not None]
 
 

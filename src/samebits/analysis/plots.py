@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import fail
+from ..core.errors import UsageError
 from ..core.runs import run_dirs as find_runs
 from . import folders
 from .panels import panel
@@ -36,26 +36,28 @@ def plot(runs_dir: Path, metric: str, main_tag: str | None, by: str | None, out:
     """Draw `metric` of the runs under `runs_dir` (or of one main tag), one panel per main tag, coloured by the
     setting `by` (default: the first swept setting but the seed), and save it to `out` unless that is None."""
     if out is not None and out.suffix.lstrip(".") not in FORMATS:
-        fail([f"--out {out}: a plot is written as {', '.join('.' + f for f in FORMATS)}, not {out.suffix or '-'}"])
+        raise UsageError(
+            f"--out {out}: a plot is written as {', '.join('.' + f for f in FORMATS)}, not {out.suffix or '-'}"
+        )
     run_dirs = find_runs(runs_dir, main_tag)
     if not run_dirs:
-        fail([f"no runs in {runs_dir / (main_tag or '')}: nothing to plot"])
+        raise UsageError(f"no runs in {runs_dir / (main_tag or '')}: nothing to plot")
     all_lines = {run_dir: folders.lines(run_dir) for run_dir in run_dirs}
     curves = {run_dir: folders.curve(lines, metric) for run_dir, lines in all_lines.items()}
     curves = {run_dir: curve for run_dir, curve in curves.items() if curve}
     if not curves:
         logged = sorted({key for lines in all_lines.values() for line in lines for key in line} - {"step"})
         where = f"of main_tag {main_tag!r}" if main_tag else f"in {runs_dir}"
-        fail([f"no run {where} logged {metric!r}: pick one of {', '.join(logged) or '(no metrics logged yet)'}"])
+        raise UsageError(
+            f"no run {where} logged {metric!r}: pick one of {', '.join(logged) or '(no metrics logged yet)'}"
+        )
     by_tag: dict[str, dict[Path, dict[int, float]]] = {}
     for run_dir, curve in curves.items():
         by_tag.setdefault(run_dir.parent.name, {})[run_dir] = curve
     if len(by_tag) > MAX_PANELS:
-        fail(
-            [
-                f"{len(by_tag)} main tags logged {metric!r}, too many panels to read on one figure: "
-                f"plot one with --tag (one of {', '.join(sorted(by_tag))})"
-            ]
+        raise UsageError(
+            f"{len(by_tag)} main tags logged {metric!r}, too many panels to read on one figure: "
+            f"plot one with --tag (one of {', '.join(sorted(by_tag))})"
         )
     settings = {run_dir: folders.settings(run_dir) for run_dir in curves}
     _check_by(by, settings.values())
@@ -68,4 +70,4 @@ def _check_by(by: str | None, settings: Iterable[dict[str, object]]) -> None:
     if by is not None and by not in {key for found in settings for key in found}:
         swept = swept_columns(dict(enumerate(settings)))
         choices = ", ".join(swept) if swept else "(the runs differ in no setting)"
-        fail([f"--by {by}: no run has this setting; the settings that differ among these runs: {choices}"])
+        raise UsageError(f"--by {by}: no run has this setting; the settings that differ among these runs: {choices}")

@@ -11,7 +11,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import fail
+from ..core.errors import UsageError
 from ..project import current
 from . import folders
 from .records import RunRecord, display, swept_columns
@@ -28,7 +28,9 @@ def collect(runs_dir: Path, main_tag: str | None = None) -> pd.DataFrame:
     """The table of the run folders under `runs_dir`, or of one main tag; no runs is a one-line error."""
     found = folders.records(runs_dir, main_tag)
     if not found:
-        fail([f"no runs in {runs_dir / (main_tag or '')}: train some first (python -m {current().package}.train)"])
+        raise UsageError(
+            f"no runs in {runs_dir / (main_tag or '')}: train some first (python -m {current().package}.train)"
+        )
     return frame(found)
 
 
@@ -60,9 +62,11 @@ def row(record: RunRecord, swept: Sequence[str]) -> dict[str, object]:
 def check_out(out: Path) -> None:
     """Refuse an --out the table cannot be written to, before any run is read."""
     if out.suffix not in SUFFIXES:
-        fail([f"--out {out}: the table is written as .csv or .parquet, not {out.suffix or 'a name without suffix'}"])
+        raise UsageError(
+            f"--out {out}: the table is written as .csv or .parquet, not {out.suffix or 'a name without suffix'}"
+        )
     if out.suffix == ".parquet" and find_spec("pyarrow") is None:
-        fail([f"--out {out}: parquet needs pyarrow (in the dev group: uv sync), or write .csv"])
+        raise UsageError(f"--out {out}: parquet needs pyarrow (in the dev group: uv sync), or write .csv")
 
 
 def write(table: pd.DataFrame, out: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from ..core.errors import fail
+from ..core.errors import UsageError
 from ..core.runs import main_tags, run_dirs
 from ..launch.observe import observe_all
 from ..launch.status import ORDER
@@ -29,11 +29,13 @@ def notes(project_root: Path) -> dict[str, str]:
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         at = f" (line {where.line + 1})" if where is not None else ""
-        fail([f"{path}{at} is not valid YAML: write one `main_tag: note` per line"])
+        raise UsageError(f"{path}{at} is not valid YAML: write one `main_tag: note` per line") from None
     if found is None:
         return {}
     if not isinstance(found, dict) or not all(isinstance(key, str) and _is_note(note) for key, note in found.items()):
-        fail([f"{path} must map each main tag to a one-line note, e.g. `dev: quick checks of the default experiment`"])
+        raise UsageError(
+            f"{path} must map each main tag to a one-line note, e.g. `dev: quick checks of the default experiment`"
+        )
     return {key: str(note).strip() for key, note in found.items() if note is not None}  # `tag:` alone: no note yet
 
 

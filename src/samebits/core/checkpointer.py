@@ -25,7 +25,7 @@ from .best import BestTracker
 from .checkpoint import CheckpointDir, CheckpointUnreadable, Origin, restore, resume_problems, snapshot
 from .determinism import capture_rng_state
 from .divergence import DivergenceWatch
-from .errors import fail
+from .errors import UsageError
 from .precision import Precision
 from .run_folder import RunFolder
 
@@ -61,9 +61,11 @@ def resume_latest(
     try:
         saved = folder.load(name)
     except CheckpointUnreadable as error:
-        fail([f"{error}: resume with the code and lock that wrote it (see its run's config and provenance)"])
+        raise UsageError(
+            f"{error}: resume with the code and lock that wrote it (see its run's config and provenance)"
+        ) from None
     if problems := resume_problems(saved, origin, context.world_size, allow_code_change):
-        fail(problems)
+        raise UsageError(*problems)
     step = restore(saved, state.model, state.optimizer, state.scheduler, state.precision, state.stream, context.rank,
                    device)  # fmt: skip
     log.info("resumed from the checkpoint at step %d", step)

@@ -19,7 +19,7 @@ from hydra.utils import get_object
 from omegaconf import DictConfig, OmegaConf
 
 from .config import COMPONENT_GROUPS
-from .errors import fail
+from .errors import UsageError
 
 
 def problems(cfg: DictConfig, on_this_machine: bool = True) -> list[str]:
@@ -69,7 +69,7 @@ def check(cfg: DictConfig) -> None:
     """Stop with one line per mistake and exit code 2 (no traceback) unless `cfg` is sound. Nothing has been
     written yet: the run folder is made only once the config passes (configs/hydra/default.yaml)."""
     if found := problems(cfg):
-        fail(found)
+        raise UsageError(*found)
 
 
 TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

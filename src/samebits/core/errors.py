@@ -1,4 +1,5 @@
-"""User mistakes end in one line on stderr and exit code 2; tracebacks are kept for bugs.
+"""How a process of the library ends: typed errors, raised where a problem is found and turned into one line
+on stderr and an exit code at the entry points only (`exit_on_error`); tracebacks are kept for bugs.
 
 The exit codes of `python -m <package>.train`, which launchers and job scripts act on:
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -39,14 +40,89 @@ COMPOSITION_ERRORS = (ConfigCompositionException, MissingConfigException, Overri
 CONFLICT_MARKERS = re.compile(r"^(<<<<<<<|=======|>>>>>>>)( |$)", re.MULTILINE)
 
 
-def fail(lines: Iterable[str], code: int = USAGE_ERROR, *, at_once: bool = False) -> NoReturn:
-    """Print each line as an error and exit. `at_once` skips the interpreter's exit handlers, for when a library's
-    handler would wait on something that no longer answers (wandb's service, retrying a host that is down)."""
-    for line in lines:
-        print(f"error: {line}", file=sys.stderr, flush=at_once)
-    if at_once:
-        os._exit(code)
-    raise SystemExit(code)
+class Exit(Exception):
+    """How the process ends, decided where it is found out: library code raises it, and the entry points alone
+    (`exit_on_error`) print its lines, `PREFIX: line` each on stderr, and exit with its code, without a traceback.
+    An `Exit` without lines ends quietly (another process, rank 0 of a torchrun job, says why)."""
+
+    exit_code = FAILED
+    prefix = "error"
+    at_once = False  # skip the interpreter's exit handlers: a library's handler would wait on a host that is down
+
+    def __init__(self, *lines: str, exit_code: int | None = None) -> None:
+        super().__init__(*lines)
+        self.lines = lines
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return "; ".join(self.lines)
+
+    def exit(self) -> NoReturn:
+        for line in self.lines:
+            print(f"{self.prefix}: {line}", file=sys.stderr, flush=True)
+        if self.at_once:
+            os._exit(self.exit_code)
+        raise SystemExit(self.exit_code)
+
+
+class UsageError(Exit):
+    """A mistake in a config, an override, an argument or a path: nothing was trained or written."""
+
+    exit_code = USAGE_ERROR
+
+
+class ServiceUnreachable(UsageError):
+    """A tracker's server does not answer: its client's exit handlers would retry it for minutes."""
+
+    at_once = True
+
+
+class RunFailed(Exit):
+    """The run could not go on (its loss became non-finite); status.json says at which step."""
+
+    exit_code = FAILED
+
+
+class NotIdentical(Exit):
+    """A proof or a reproduction found other bits; the table it printed says where."""
+
+    exit_code = FAILED
+
+
+class RunLocked(Exit):
+    """Another process holds the run folder: that run is training now."""
+
+    exit_code = RUN_LOCKED
+
+
+class StorageError(Exit):
+    """The disk is full or not writable; the last checkpoint is kept."""
+
+    exit_code = STORAGE_ERROR
+
+
+class Interrupted(Exit):
+    """Ctrl-C: what was saved is kept."""
+
+    exit_code = INTERRUPTED
+    prefix = "interrupted"
+
+
+class Stopped(Exit):
+    """The attempt stopped at a step boundary after its checkpoint (a signal or trainer.stop_at_step); its code says
+    whether to requeue. Not a mistake: the log says why."""
+
+    exit_code = REQUEUE
+
+
+@contextmanager
+def exit_on_error() -> Iterator[None]:
+    """The one place where an `Exit` becomes its lines on stderr and the process's exit code."""
+    try:
+        yield
+    except Exit as error:
+        error.exit()
 
 
 @contextmanager
@@ -63,11 +139,11 @@ def one_line_config_errors(hint: str) -> Iterator[None]:
     try:
         yield
     except COMPOSITION_ERRORS as error:
-        fail([f"{_condense(error)} ({_advice(error) or hint})"])
+        raise UsageError(f"{_condense(error)} ({_advice(error) or hint})") from None
     except yaml.MarkedYAMLError as error:  # Hydra lets PyYAML's error about a config file through as it is
         if (path := _yaml_file(error)) is None:
             raise
-        fail([yaml_problem(path, error, advice="fix the file's YAML there")])
+        raise UsageError(yaml_problem(path, error, advice="fix the file's YAML there")) from None
     finally:
         os.environ.pop("HYDRA_FULL_ERROR", None)  # child processes get Hydra's usual reporting
 

@@ -19,7 +19,7 @@ from .batches import evaluation_batches
 from .checkpoint import CheckpointDir, CheckpointUnreadable
 from .config import project_path
 from .determinism import make_deterministic
-from .errors import fail, yaml_problem
+from .errors import UsageError, yaml_problem
 from .files import utc_now, write_json
 from .hashing import params_sha256
 from .precision import Precision
@@ -55,7 +55,7 @@ def evaluate_run(run_dir: Path, split: str, which: str) -> dict[str, Any]:
     name, state = saved_checkpoint(run_dir, cfg, which)
     trainer = cfg.trainer
     if problems := checks.device_problems(trainer.device, on_this_machine=True):
-        fail([f"{problems[0]} (the run was trained on {trainer.device})"])
+        raise UsageError(f"{problems[0]} (the run was trained on {trainer.device})")
     device = make_deterministic(trainer.num_threads, trainer.device)
     data_dir = (
         cfg.paths.data_dir if Path(cfg.paths.data_dir).is_dir() else project_path(os.environ.get("DATA_DIR", "data"))
@@ -64,7 +64,7 @@ def evaluate_run(run_dir: Path, split: str, which: str) -> dict[str, Any]:
     dataset = data.val if split == "val" else getattr(data, "test", None)
     if dataset is None:
         held_out = "the digits: data.test_fraction=0.1; the text: data.test_every=10"
-        fail([f"{run_dir}'s data has no test split: train with a held-out one ({held_out})"])
+        raise UsageError(f"{run_dir}'s data has no test split: train with a held-out one ({held_out})")
     model = instantiate(cfg.model, _convert_="all").to(device)
     model.load_state_dict(state["model"])
     objective = instantiate(cfg.objective, _convert_="all")
@@ -86,20 +86,20 @@ def saved_config(run_dir: Path, needs: Iterable[str] = SAVED_GROUPS) -> DictConf
     config is damaged."""
     path = run_dir / "config.yaml"
     if not path.is_file():
-        fail([f"{run_dir} has no config.yaml: pass the folder of a run (runs/<main_tag>/<run_name>)"])
+        raise UsageError(f"{run_dir} has no config.yaml: pass the folder of a run (runs/<main_tag>/<run_name>)")
     try:
         cfg = OmegaConf.load(path)
     except yaml.YAMLError as error:
-        fail([yaml_problem(path, error, DAMAGED)])
+        raise UsageError(yaml_problem(path, error, DAMAGED)) from None
     except UnicodeDecodeError as error:
-        fail([f"{path} is not text ({error.reason} at byte {error.start}): {DAMAGED}"])
+        raise UsageError(f"{path} is not text ({error.reason} at byte {error.start}): {DAMAGED}") from None
     except OSError as error:  # also what OmegaConf raises for a file that holds one value (errno None)
-        fail([f"cannot read {path} ({error.strerror}): make it readable" if error.errno is not None
-              else f"{path} holds one value, not settings: {DAMAGED}"])  # fmt: skip
+        raise UsageError(f"cannot read {path} ({error.strerror}): make it readable" if error.errno is not None
+                         else f"{path} holds one value, not settings: {DAMAGED}") from None  # fmt: skip
     if not isinstance(cfg, DictConfig):
-        fail([f"{path} holds a list, not settings: {DAMAGED}"])
+        raise UsageError(f"{path} holds a list, not settings: {DAMAGED}")
     if missing := [key for key in needs if not isinstance(cfg.get(key), DictConfig)]:
-        fail([f"{path} lacks the {', '.join(missing)} settings: {DAMAGED}"])
+        raise UsageError(f"{path} lacks the {', '.join(missing)} settings: {DAMAGED}")
     return cfg
 
 
@@ -108,10 +108,14 @@ def saved_checkpoint(run_dir: Path, cfg: DictConfig, which: str = "latest") -> t
     checkpoints = CheckpointDir(run_dir / "checkpoints", cfg.trainer.keep_last)
     name = checkpoints.find_latest() if which == "latest" else checkpoints.find_best()
     if name is None:
-        fail([f"{run_dir} has no checkpoint yet: train it first (checkpoints every trainer.ckpt_every steps)"
-              if which == "latest" else f"{run_dir} has no best checkpoint (recorded from its evaluations once it "
-              "has been evaluated): use --checkpoint latest"])  # fmt: skip
+        missing = (
+            f"{run_dir} has no checkpoint yet: train it first (checkpoints every trainer.ckpt_every steps)"
+            if which == "latest"
+            else f"{run_dir} has no best checkpoint (recorded from its evaluations once it has been evaluated): "
+            "use --checkpoint latest"
+        )
+        raise UsageError(missing)
     try:
         return name, checkpoints.load(name)
     except CheckpointUnreadable as error:
-        fail([f"{error}: use the code and lock that wrote it (see the run's provenance.json)"])
+        raise UsageError(f"{error}: use the code and lock that wrote it (see the run's provenance.json)") from None

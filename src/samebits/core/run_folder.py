@@ -24,7 +24,6 @@ import fcntl
 import json
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -36,7 +35,18 @@ from omegaconf import OmegaConf
 from . import distributed, lock_holder, preemption
 from .config import flatten, identity
 from .divergence import Diverged
-from .errors import FAILED, INTERRUPTED, RUN_LOCKED, STORAGE_ERROR, USAGE_ERROR, fail
+from .errors import (
+    RUN_LOCKED,
+    STORAGE_ERROR,
+    USAGE_ERROR,
+    Exit,
+    Interrupted,
+    RunFailed,
+    RunLocked,
+    Stopped,
+    StorageError,
+    UsageError,
+)
 from .files import utc_now, write_json
 
 log = logging.getLogger(__name__)
@@ -64,9 +74,8 @@ class RunFolder:
         refusal = distributed.from_main(self.context, refusal)
         if refusal is not None:
             code, line = refusal
-            if not self.context.is_main:
-                raise SystemExit(code)  # rank 0 says why, once
-            fail([line], code)
+            refused = {RUN_LOCKED: RunLocked, STORAGE_ERROR: StorageError}.get(code, UsageError)
+            raise refused(*([line] if self.context.is_main else []))  # rank 0 says why, once
         if self.context.is_main:
             handler = logging.FileHandler(self.run_dir / "train.log")  # only now: the holder writes the log alone
             handler.setFormatter(logging.Formatter(LOG_FORMAT))
@@ -99,7 +108,7 @@ class RunFolder:
         self.record(state, step)
         close(state)
         distributed.stop(self.context)
-        raise SystemExit(code)
+        raise Stopped(exit_code=code)
 
     def finish(self, step: int, run_name: str, summary: Callable[[], dict[str, Any]]) -> None:
         """Write summary.json (rank 0; `summary` is called there only) and record the run as finished."""
@@ -132,15 +141,17 @@ class RunFolder:
         read-only disk (one line each, and the latest checkpoint is kept), or a bug (status failed, traceback)."""
         try:
             yield
+        except Exit:  # decided by the loop, which recorded its state
+            raise
         except KeyboardInterrupt:
-            self._end("interrupted", "stopped at once by a second Ctrl-C", INTERRUPTED)
+            self._end("interrupted", "stopped at once by a second Ctrl-C", Interrupted)
         except Diverged as error:
-            self._end("failed", str(error), FAILED)
+            self._end("failed", str(error), RunFailed)
         except OSError as error:
             if error.errno not in NO_SPACE + NOT_WRITABLE:
                 self._record_failure(error)
                 raise
-            self._end("failed", _storage_problem(error, self.run_dir), STORAGE_ERROR)
+            self._end("failed", _storage_problem(error, self.run_dir), StorageError)
         except Exception as error:  # a bug: the traceback is needed, and the status must not say "running"
             self._record_failure(error)
             raise
@@ -175,14 +186,11 @@ class RunFolder:
         os.pwrite(descriptor, lock_holder.line().encode(), 0)
         return None
 
-    def _end(self, state: str, reason: str, code: int) -> None:
+    def _end(self, state: str, reason: str, ending: type[Exit]) -> NoReturn:
         with contextlib.suppress(OSError):  # on a full disk even status.json may not fit
             self.record(state, reason=reason)
-        prefix = "interrupted" if code == INTERRUPTED else "error"
         message = f"{reason}; the checkpoint at step {self.step} is kept" if self.step else reason
-        if self.context.is_main:
-            print(f"{prefix}: {message}", file=sys.stderr, flush=True)
-        raise SystemExit(code)
+        raise ending(*([message] if self.context.is_main else [])) from None
 
     def _record_failure(self, error: BaseException) -> None:
         with contextlib.suppress(OSError):

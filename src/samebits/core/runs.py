@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import fail
+from .errors import UsageError
 
 REPLACED = ".replaced-"
 RUN_RECORDS = ("status.json", "config.yaml", "launch.json")
@@ -22,7 +22,7 @@ def runs_root(project_root: Path) -> Path:
     """The runs folder; RUNS_DIR naming something that is not a folder is a one-line error."""
     root = project_root / (os.environ.get("RUNS_DIR") or "runs")
     if root.exists() and not root.is_dir():
-        fail([f"RUNS_DIR={root} is a file, not a folder: point RUNS_DIR at the folder that holds your runs"])
+        raise UsageError(f"RUNS_DIR={root} is a file, not a folder: point RUNS_DIR at the folder that holds your runs")
     return root
 
 
@@ -37,7 +37,7 @@ def run_dirs(root: Path, main_tag: str | None = None) -> list[Path]:
     tags = main_tags(root)
     if main_tag is not None and main_tag not in tags:
         known = f"pick one of {', '.join(tags)}" if tags else "none yet"
-        fail([f"no runs with main_tag {main_tag!r} in {root}: {known}"])
+        raise UsageError(f"no runs with main_tag {main_tag!r} in {root}: {known}")
     chosen = [main_tag] if main_tag is not None else tags
     return [run_dir for tag in chosen for run_dir in sorted((root / tag).iterdir()) if is_run(run_dir)]
 

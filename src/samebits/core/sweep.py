@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from .checks import problems
 from .config import config_dir
-from .errors import fail
+from .errors import UsageError
 
 
 def points(overrides: list[str]) -> list[list[str]]:
@@ -55,7 +55,9 @@ def check_sweep(argv: list[str]) -> None:
 def fail_points(found: dict[str, list[int]], total: int) -> None:
     """Stop with one line per mistake, naming the sweep points (numbered from 1) that have it."""
     if found:
-        fail(f"sweep point{'s' * (len(at) > 1)} {_numbers(at)} of {total}: {line}" for line, at in found.items())
+        raise UsageError(
+            *(f"sweep point{'s' * (len(at) > 1)} {_numbers(at)} of {total}: {line}" for line, at in found.items())
+        )
 
 
 def _numbers(numbers: list[int]) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.tags import missing_note
-from ..core.errors import fail
+from ..core.errors import UsageError
 from ..core.files import utc_now
 from ..core.provenance import git_state
 from ..core.runs import runs_root
@@ -44,7 +44,7 @@ def launch(
     state = git_state(current().root)
     refusals = launch_problems(current().root, state)
     if refusals and not dry_run:
-        fail(refusals)
+        raise UsageError(*refusals)
     runs = runs_root(current().root)
     specs = expand(overrides)
     for main_tag in dict.fromkeys(spec.main_tag for spec in specs):
@@ -122,7 +122,7 @@ def _start_over(lease: records.Lease) -> records.Lease:
     lease.release()
     fresh = records.Lease.take(run_dir)
     if fresh is None:
-        fail([f"{run_dir} was taken by another launcher while it started over; {aside} keeps the old run"])
+        raise UsageError(f"{run_dir} was taken by another launcher while it started over; {aside} keeps the old run")
     return fresh
 
 

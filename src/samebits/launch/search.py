@@ -26,7 +26,7 @@ import optuna
 import yaml
 from optuna.trial import FrozenTrial, TrialState
 
-from ..core.errors import INTERRUPTED, fail
+from ..core.errors import Interrupted, UsageError
 from ..core.runs import runs_root
 from ..project import current
 from . import local
@@ -80,10 +80,12 @@ def search(space_file: Path, study_name: str | None, backend: str, parallel: int
             if len(done) >= space.trials and not open_:
                 break
             if len(failed) > space.trials:
-                fail([f"{len(failed)} trials failed (see their runs' status.json): fix the cause, then search again"])
+                raise UsageError(
+                    f"{len(failed)} trials failed (see their runs' status.json): fix the cause, then search again"
+                )
             if len(repeats) > 10 * space.trials:
                 too_few = f"the space is too small for {space.trials} distinct trials: widen it, or lower trials"
-                fail([f"the sampler repeated earlier trials {len(repeats)} times; {too_few}"])
+                raise UsageError(f"the sampler repeated earlier trials {len(repeats)} times; {too_few}")
             tried = {tuple(overrides_of(t.params)) for t in trials if t.state != TrialState.PRUNED}
             for _ in range(min(space.trials - len(done) - len(open_), parallel - len(open_))):
                 trial = study.ask(distributions)
@@ -102,8 +104,7 @@ def search(space_file: Path, study_name: str | None, backend: str, parallel: int
             local.advance(runs_root(current().root))  # a job killed before it could start the next queued run
             time.sleep(poll_s)
     except KeyboardInterrupt:
-        print("stopped: run the same command again to carry on (trials still running are waited for then)")
-        raise SystemExit(INTERRUPTED) from None
+        raise Interrupted("run the same command again to carry on (trials still running are waited for then)") from None
     best = study.best_trial
     print(f"best: trial {best.number}, {space.metric}={best.value:.6g}: {' '.join(overrides_of(best.params))}")
 
@@ -124,7 +125,9 @@ def settle(
         summary = json.loads((spec.run_dir / "summary.json").read_text())
         value = summary["metrics"].get(space.metric)
         if value is None:
-            fail([f"{spec.label} reports no {space.metric} (it has {', '.join(summary['metrics'])}): fix metric"])
+            raise UsageError(
+                f"{spec.label} reports no {space.metric} (it has {', '.join(summary['metrics'])}): fix metric"
+            )
         study.tell(trial.number, value)
         print(f"trial {trial.number} finished: {space.metric}={value:.6g} ({spec.label})", flush=True)
     elif state == "failed" or relaunches.get(trial.number, 0) >= MAX_RELAUNCHES:
@@ -150,7 +153,7 @@ def distribution(key: str, spec: dict[str, Any]) -> optuna.distributions.BaseDis
     low, high = spec.get("low"), spec.get("high")
     if not isinstance(low, int | float) or not isinstance(high, int | float) or not low < high:
         example = "{low: 1.0e-4, high: 1.0e-2}"
-        fail([f"params.{key} needs numbers low < high, or choices: [...], e.g. {example}"])
+        raise UsageError(f"params.{key} needs numbers low < high, or choices: [...], e.g. {example}")
     if isinstance(low, int) and isinstance(high, int) and not spec.get("log"):
         return optuna.distributions.IntDistribution(low, high, step=spec.get("step", 1))
     return optuna.distributions.FloatDistribution(low, high, log=bool(spec.get("log")), step=spec.get("step"))
@@ -158,13 +161,13 @@ def distribution(key: str, spec: dict[str, Any]) -> optuna.distributions.BaseDis
 
 def read_space(path: Path) -> Space:
     if not path.is_file():
-        fail([f"{path} is not a file: pass a search space, e.g. configs/search/digits.yaml"])
+        raise UsageError(f"{path} is not a file: pass a search space, e.g. configs/search/digits.yaml")
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
-        fail([f"{path} is not valid YAML: {str(error).splitlines()[0]}"])
+        raise UsageError(f"{path} is not valid YAML: {str(error).splitlines()[0]}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("params"), dict) or not raw["params"]:
-        fail([f"{path} needs `params:`, one distribution per setting (see configs/search/digits.yaml)"])
+        raise UsageError(f"{path} needs `params:`, one distribution per setting (see configs/search/digits.yaml)")
     space = Space(
         metric=str(raw.get("metric", "")),
         direction=str(raw.get("direction", "")),
@@ -183,7 +186,7 @@ def read_space(path: Path) -> Space:
     for key in sorted(_fixed_keys(space) & set(space.params)):
         mistakes.append(f"{path}: {key} is both a fixed override and a searched parameter: keep one")
     if mistakes:
-        fail(mistakes)
+        raise UsageError(*mistakes)
     return space
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from ..core.errors import fail
+from ..core.errors import UsageError
 from ..project import current
 from . import records
 from .specs import RunSpec
@@ -36,16 +36,18 @@ def settings() -> dict[str, Any]:
     try:
         found = yaml.safe_load(settings_file().read_text()) or {}
     except (OSError, yaml.YAMLError) as error:
-        fail([f"cannot read {settings_file()}: {error}"])
+        raise UsageError(f"cannot read {settings_file()}: {error}") from None
     unknown = sorted(set(found) - {*FLAGS, "signal_grace_s", "extra"})
     if unknown:
-        fail([f"{settings_file()} has unknown settings {unknown}: use {sorted({*FLAGS, 'signal_grace_s', 'extra'})}"])
+        raise UsageError(
+            f"{settings_file()} has unknown settings {unknown}: use {sorted({*FLAGS, 'signal_grace_s', 'extra'})}"
+        )
     return found
 
 
 def check_available() -> None:
     if shutil.which("sbatch") is None or shutil.which("squeue") is None:
-        fail(["sbatch and squeue are not on PATH: launch from a Slurm login node, or use --backend local"])
+        raise UsageError("sbatch and squeue are not on PATH: launch from a Slurm login node, or use --backend local")
 
 
 def submit(specs: Sequence[RunSpec], taken: Sequence[tuple[records.Lease, dict[str, Any]]], limit: int | None) -> str:
@@ -80,7 +82,7 @@ def submit(specs: Sequence[RunSpec], taken: Sequence[tuple[records.Lease, dict[s
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        fail([f"sbatch refused the job array: {done.stderr.strip() or done.stdout.strip()}"])
+        raise UsageError(f"sbatch refused the job array: {done.stderr.strip() or done.stdout.strip()}")
     array = done.stdout.strip().split(";")[0]  # --parsable prints `id` or `id;cluster`
     for index, (lease, record) in enumerate(taken):
         log = str(folder / f"{index}.out")

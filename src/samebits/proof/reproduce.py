@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.config import NON_IDENTITY_KEYS
-from ..core.errors import fail
+from ..core.errors import NotIdentical, UsageError
 from ..core.preemption import REQUEUE_EXIT_CODE
 from ..project import current
 from .chains import RunResult
@@ -35,21 +35,23 @@ NOT_COMPARED = "(not compared)"
 
 def reproduce(run_dir: Path, steps: int | None, repo: str | None = None) -> None:
     if not (run_dir / "provenance.json").exists():
-        fail([f"{run_dir} has no provenance.json: pass the folder of a run (runs/<main_tag>/<run_name>)"])
+        raise UsageError(f"{run_dir} has no provenance.json: pass the folder of a run (runs/<main_tag>/<run_name>)")
     if not (run_dir / "metrics.jsonl").exists():
-        fail([f"{run_dir} has no metrics.jsonl: there is nothing to compare a reproduction with"])
+        raise UsageError(f"{run_dir} has no metrics.jsonl: there is nothing to compare a reproduction with")
     if steps is None and not (run_dir / "summary.json").exists():
-        fail([f"{run_dir} has not finished: compare its first steps with --steps N"])
+        raise UsageError(f"{run_dir} has not finished: compare its first steps with --steps N")
     try:
         provenance, lines = check(run_dir, finished=steps is None)
     except Disagreement as disagreement:
-        fail([f"the run's records disagree, so a reproduction would compare against a wrong record: {disagreement}"])
+        raise UsageError(
+            f"the run's records disagree, so a reproduction would compare against a wrong record: {disagreement}"
+        ) from None
     git, run = provenance["git"], provenance["run"]
     if git["commit"] is None:
-        fail(["the run was not started from a git checkout: there is no commit to run again"])
+        raise UsageError("the run was not started from a git checkout: there is no commit to run again")
     if git["dirty"]:
-        fail([f"the run was started from a dirty tree (commit {git['commit'][:12]} plus its dirty.patch): "
-              "it cannot be reproduced exactly; commit your changes before launching runs"])  # fmt: skip
+        raise UsageError(f"the run was started from a dirty tree (commit {git['commit'][:12]} plus its dirty.patch): "
+                         "it cannot be reproduced exactly; commit your changes before launching runs")  # fmt: skip
     repo = repo or git["remote_url"] or str(current().root)
     overrides = [o for o in run["overrides"] if _key(o) not in NON_IDENTITY_KEYS or _key(o) == "main_tag"]
     if steps is not None:
@@ -61,16 +63,18 @@ def reproduce(run_dir: Path, steps: int | None, repo: str | None = None) -> None
         done = subprocess.run(job, env={**os.environ, "RUNS_DIR": scratch}, cwd=current().root, text=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
         if done.returncode == 2 and "job.sh: error:" in done.stderr:
-            fail([f"cannot reproduce: {done.stderr.split('job.sh: error: ', 1)[1].strip()}"])
+            raise UsageError(f"cannot reproduce: {done.stderr.split('job.sh: error: ', 1)[1].strip()}")
         if done.returncode not in (0, REQUEUE_EXIT_CODE if steps else 0):
-            fail([f"the reproduction failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"])
+            raise UsageError(
+                f"the reproduction failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"
+            )
         again_dir = Path(scratch) / run["main_tag"] / run["name"]
         again = _result(again_dir, _lines(again_dir / "metrics.jsonl"), steps)
     original = _result(run_dir, lines, steps)
     verdict = compare(f"reproduce {run['name']}"[:40], original, again)
     print_table([verdict])
     if not verdict.identical:
-        raise SystemExit(1)
+        raise NotIdentical()
     if steps is None:
         print("\nidentical: the run was reproduced bit for bit (params_sha256, rng_sha256 and every logged line)")
     else:

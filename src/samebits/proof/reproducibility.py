@@ -33,7 +33,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from ..core.config import config_dir
-from ..core.errors import one_line_config_errors
+from ..core.errors import NotIdentical, one_line_config_errors
 from ..project import current
 from . import chains
 from .chains import Candidates, Runner, RunResult, Schedule
@@ -171,14 +171,10 @@ def main(argv: list[str] | None = None) -> None:
     different = [v for v in verdicts if not v.identical]
     print(f"\n{len(verdicts) - len(different)} of {len(verdicts)} identical in {time.monotonic() - started:.0f} s")
     if different:
-        raise SystemExit(1)
+        raise NotIdentical()
 
 
 def _gpus() -> int:
     import torch
 
     return torch.cuda.device_count()
-
-
-if __name__ == "__main__":
-    main()

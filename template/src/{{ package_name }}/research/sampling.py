@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 from hydra.utils import get_class, instantiate
+from samebits import UsageError
 from samebits.core.determinism import make_deterministic
-from samebits.core.errors import fail
 from samebits.core.evaluation import saved_checkpoint, saved_config
 from torch import Tensor, nn
 
@@ -23,8 +23,10 @@ def sample(run_dir: Path, chars: int, prompt: str, seed: int, temperature: float
     cfg = saved_config(run_dir, needs=["data"])  # a run of another task is told so before anything else
     data_class = get_class(cfg.data._target_)
     if not (hasattr(data_class, "encode") and hasattr(data_class, "decode")):
-        fail([f"{run_dir} is not a language-model run: its data ({cfg.data._target_}) does not encode text; "
-              "sample a run of experiment=char_transformer"])  # fmt: skip
+        raise UsageError(
+            f"{run_dir} is not a language-model run: its data ({cfg.data._target_}) does not encode text; "
+            "sample a run of experiment=char_transformer"
+        )
     cfg = saved_config(run_dir)  # with everything sampling reads
     _, state = saved_checkpoint(run_dir, cfg)
     make_deterministic(cfg.trainer.num_threads, "cpu")
@@ -34,7 +36,7 @@ def sample(run_dir: Path, chars: int, prompt: str, seed: int, temperature: float
     try:
         prompt_ids = data.encode(prompt)
     except ValueError as error:
-        fail([f"the prompt cannot be encoded: {error}; use only characters of the training text"])
+        raise UsageError(f"the prompt cannot be encoded: {error}; use only characters of the training text") from None
     generator = torch.Generator().manual_seed(seed)
     return prompt + data.decode(generate(model, prompt_ids, chars, generator, temperature))
 
