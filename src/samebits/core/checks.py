@@ -18,7 +18,7 @@ from typing import Any
 from hydra.utils import get_object
 from omegaconf import DictConfig, OmegaConf
 
-from .config import COMPONENT_GROUPS
+from .config import COMPONENT_GROUPS, PRECISIONS
 from .errors import UsageError
 
 
@@ -168,8 +168,9 @@ def device_problems(device: str, on_this_machine: bool) -> list[str]:
 
 
 def _precision_problems(precision: str, device: str) -> list[str]:
-    if precision not in ("32", "bf16", "fp16"):
-        return [f"trainer.precision={precision} is not a precision: pass 32, bf16 or fp16"]
+    if precision not in PRECISIONS:
+        choices = f"{', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}"
+        return [f"trainer.precision={precision} is not a precision: pass {choices}"]
     if precision == "fp16" and not device.startswith("cuda"):
         return [
             f"trainer.precision=fp16 needs a CUDA device (its gradient scaler is for GPUs), not {device}: pass "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Literal, get_args
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -53,6 +53,12 @@ NEUTRAL_DEFAULTS: dict[str, Any] = {
 }
 
 
+# How forward passes, backward passes and optimizer steps run (core/precision.py): float32 throughout; autocast in
+# bfloat16 (CPU or GPU); autocast in float16 with a gradient scaler (CUDA only).
+PrecisionName = Literal["32", "bf16", "fp16"]
+PRECISIONS: tuple[PrecisionName, ...] = get_args(PrecisionName)
+
+
 # --- Infrastructure, logging and paths -----------------------------------------------------------------------
 @dataclass
 class TrainerConfig:
@@ -68,7 +74,7 @@ class TrainerConfig:
     keep_last: int = 3
     stop_at_step: int | None = None
     allow_code_change: bool = False
-    precision: str = "32"  # 32, bf16 (autocast, CPU or GPU) or fp16 (autocast and a gradient scaler, CUDA only)
+    precision: str = "32"  # a PrecisionName (OmegaConf types no Literal; core/checks.py refuses any other value)
     accumulate_grad_batches: int = 1  # micro-batches of data.batch_size per optimizer step
     compile: bool = False  # torch.compile the model for training, where this machine can
     best_metric: str | None = None  # the evaluation metric that picks the best checkpoint; None: the objective's

@@ -17,12 +17,14 @@ from typing import Any
 import torch
 from torch import nn
 
-PRECISIONS = {"32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+from .config import PrecisionName
+
+DTYPES: dict[PrecisionName, torch.dtype | None] = {"32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 class Precision:
-    def __init__(self, precision: str, device: torch.device) -> None:
-        self.dtype, self.device_type = PRECISIONS[precision], device.type
+    def __init__(self, precision: PrecisionName, device: torch.device) -> None:
+        self.dtype, self.device_type = DTYPES[precision], device.type
         # Disabled (32 and bf16), the scaler passes every call straight through: scale() returns the loss as it
         # is and step() calls optimizer.step().
         self.scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")

@@ -13,6 +13,7 @@ import signal
 from types import FrameType
 
 from .errors import INTERRUPTED, REQUEUE
+from .states import AttemptState
 
 REQUEUE_EXIT_CODE = REQUEUE
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT)
@@ -34,7 +35,7 @@ def received_signal() -> str:
     return signal.Signals(_received[0]).name if _received else ""
 
 
-def outcome() -> tuple[str, int]:
+def outcome() -> tuple[AttemptState, int]:
     """The state to record and the exit code, for a run stopped at a step boundary."""
     if not _received:
         return "paused", REQUEUE_EXIT_CODE  # trainer.stop_at_step: a planned pause

@@ -48,6 +48,7 @@ from .errors import (
     UsageError,
 )
 from .files import utc_now, write_json
+from .states import AttemptState
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class RunFolder:
         path = self.run_dir / "summary.json"
         return json.loads(path.read_text())["metrics"] if path.exists() else None
 
-    def record(self, state: str, step: int | None = None, reason: str | None = None) -> None:
+    def record(self, state: AttemptState, step: int | None = None, reason: str | None = None) -> None:
         """Write status.json (rank 0): the state, the latest checkpoint's step, and for a failure, why."""
         if step is not None:
             self.step = step
@@ -98,7 +99,7 @@ class RunFolder:
                 self._heartbeat = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
                 self._heartbeat.start()
 
-    def stop(self, step: int, close: Callable[[str], None], stop_at: int | None) -> NoReturn:
+    def stop(self, step: int, close: Callable[[AttemptState], None], stop_at: int | None) -> NoReturn:
         """End the attempt at a step boundary, after its checkpoint: a signal (preempted, interrupted) or
         trainer.stop_at_step (paused). Exits with the code that says whether to requeue."""
         state, code = preemption.outcome()
@@ -186,7 +187,7 @@ class RunFolder:
         os.pwrite(descriptor, lock_holder.line().encode(), 0)
         return None
 
-    def _end(self, state: str, reason: str, ending: type[Exit]) -> NoReturn:
+    def _end(self, state: AttemptState, reason: str, ending: type[Exit]) -> NoReturn:
         with contextlib.suppress(OSError):  # on a full disk even status.json may not fit
             self.record(state, reason=reason)
         message = f"{reason}; the checkpoint at step {self.step} is kept" if self.step else reason

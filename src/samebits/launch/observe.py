@@ -30,6 +30,7 @@ from typing import Any
 
 from ..core import lock_holder
 from ..core.files import utc_now
+from ..core.states import RunState
 from . import local, records
 
 STALE_AFTER_S = 3 * lock_holder.HEARTBEAT_S  # three missed heartbeats
@@ -37,7 +38,7 @@ STALE_AFTER_S = 3 * lock_holder.HEARTBEAT_S  # three missed heartbeats
 
 @dataclass(frozen=True)
 class Observed:
-    state: str
+    state: RunState
     step: int
     reason: str
     updated_at: datetime | None

@@ -14,29 +14,30 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Literal, get_args
 
+from ..core.states import BUSY, RESUMABLE, SETTLED
 from .observe import Observed
 from .specs import RunSpec
 
-NEW, RELAUNCH, SKIP = "NEW", "RELAUNCH", "SKIP"
-RESUMABLE = ("preempted", "lost", "interrupted", "paused")
-BUSY = ("queued", "pending", "running")
+Action = Literal["NEW", "RELAUNCH", "SKIP"]
+NEW, RELAUNCH, SKIP = get_args(Action)
 
 
 @dataclass(frozen=True)
 class Step:
     spec: RunSpec
-    action: str
+    action: Action
     why: str  # the run's state, and what would change the decision
     fresh: bool = False  # --force: the old folder is set aside and the run starts over
 
 
-def decide(seen: Observed | None, retry_failed: bool = False, force: bool = False) -> tuple[str, str, bool]:
+def decide(seen: Observed | None, retry_failed: bool = False, force: bool = False) -> tuple[Action, str, bool]:
     """(action, why, fresh) for a run observed as `seen` (None: no run folder yet)."""
     if seen is None or (seen.state == "new" and not seen.record):
         return (SKIP, "new: --retry-failed submits no new run", False) if retry_failed else (NEW, "new", False)
     record, state = seen.record or {}, seen.state
-    if record.get("backend") == "slurm" and seen.live is None and state not in ("finished", "failed"):
+    if record.get("backend") == "slurm" and seen.live is None and state not in SETTLED:
         return SKIP, f"unknown: squeue cannot be asked about job {record.get('job_id')}, which may be alive", False
     if state == "unreadable":
         return SKIP, f"unreadable: {seen.reason}", False  # never guess: it may be running, or finished

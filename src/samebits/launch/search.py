@@ -28,14 +28,14 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..core.errors import Interrupted, UsageError
 from ..core.runs import runs_root
+from ..core.states import BUSY, RESUMABLE
 from ..project import current
 from . import local
 from .command import launch
 from .observe import Backends, observe
 from .specs import RunSpec, expand
 
-WAITING = ("new", "queued", "pending", "running")
-RESTARTABLE = ("lost", "preempted", "paused", "interrupted")
+WAITING = BUSY | {"new"}
 MAX_RELAUNCHES = 3  # per trial and search: a run that keeps stopping is told as failed
 
 
@@ -133,7 +133,7 @@ def settle(
     elif state == "failed" or relaunches.get(trial.number, 0) >= MAX_RELAUNCHES:
         study.tell(trial.number, state=TrialState.FAIL)
         print(f"trial {trial.number} failed: {seen.reason if seen else state} ({spec.label})", flush=True)
-    elif state in RESTARTABLE or (state == "new" and trial.number not in relaunches):
+    elif state in RESUMABLE or (state == "new" and trial.number not in relaunches):
         relaunches[trial.number] = relaunches.get(trial.number, 0) + (state != "new")
         print(f"trial {trial.number}: {state}, launched again ({spec.label})", flush=True)
         launch_trial(space, trial.params, backend, parallel)

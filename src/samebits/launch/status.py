@@ -19,22 +19,19 @@ from pathlib import Path
 import yaml
 
 from ..core.runs import run_dirs
+from ..core.states import EXPLAINED, RUN_STATES, RunState
 from . import local
 from .observe import Backends, Observed, observe, observe_all
 
 FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 5x faster, and status reads every config
 TAIL_BYTES = 64 * 1024  # enough for the last evaluation line of metrics.jsonl
-ORDER = (
-    "running", "pending", "queued", "lost", "preempted", "paused", "interrupted", "failed", "unreadable", "finished",
-    "new",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Run:
     tag: str
     name: str
-    state: str
+    state: RunState
     step: int
     max_steps: int | None
     metrics: dict[str, float]
@@ -94,15 +91,14 @@ def table(runs: list[Run], now: datetime | None = None) -> list[str]:
     ]
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
     lines = [_line(row, widths) for row in [header, *rows]]
-    explained = ("failed", "unreadable")
-    lines += [f"  {run.tag}/{run.name}: {run.reason}" for run in runs if run.state in explained and run.reason]
+    lines += [f"  {run.tag}/{run.name}: {run.reason}" for run in runs if run.state in EXPLAINED and run.reason]
     lines += [
         f"  {run.tag}/{run.name}: tracker {tracker} switched off ({why}); it catches up at the next attempt"
         for run in runs
         for tracker, why in run.trackers_off.items()
     ]
     counts = Counter(run.state for run in runs)
-    ordered = sorted(counts, key=lambda state: ORDER.index(state) if state in ORDER else len(ORDER))
+    ordered = sorted(counts, key=lambda state: RUN_STATES.index(state) if state in RUN_STATES else len(RUN_STATES))
     lines.append(f"{len(runs)} run{'s' * (len(runs) != 1)}: " + ", ".join(f"{counts[s]} {s}" for s in ordered))
     return lines
 

@@ -30,6 +30,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ..core.config import flatten, identity
+from ..core.states import AttemptState
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class Tracker(Protocol):
     def log(self, step: int, metrics: Mapping[str, float]) -> None: ...
     def flush(self) -> None: ...
     def publish(self, step: int) -> None: ...
-    def close(self, state: str) -> None: ...
+    def close(self, state: AttemptState) -> None: ...
 
 
 class Tracking:
@@ -102,7 +103,7 @@ class Tracking:
     def publish(self, step: int) -> None:
         self._each("publish", step)
 
-    def close(self, state: str) -> None:
+    def close(self, state: AttemptState) -> None:
         self._each("close", state)
 
     def _each(self, method: str, *args: object) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.files import write_json
+from ..core.states import AttemptState
 from . import RunInfo
 
 Row = dict[str, float]  # {"step": 10, "train/loss": 0.5, ...}: one line of metrics.jsonl
@@ -40,7 +41,7 @@ class Service(Protocol):
         """Send rows of increasing steps. A call the service stores whole or not at all lets `open` be exact."""
         ...
 
-    def close(self, state: str) -> None: ...
+    def close(self, state: AttemptState) -> None: ...
 
 
 class RemoteTracker:
@@ -73,7 +74,7 @@ class RemoteTracker:
             self._pending = self._pending[len(covered) :]
             self._jobs.put(("send", covered))
 
-    def close(self, state: str) -> None:
+    def close(self, state: AttemptState) -> None:
         self.publish(self._pending[-1]["step"] if self._pending else 0)
         self._jobs.put(("close", state))
         if not self._closed.wait(self.timeout_s):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import appending, write_atomic
+from ..core.states import AttemptState
 
 
 class JsonlTracker:
@@ -44,7 +45,7 @@ class JsonlTracker:
     def publish(self, step: int) -> None:
         """Nothing to do: `flush` wrote the lines before the checkpoint."""
 
-    def close(self, state: str) -> None:
+    def close(self, state: AttemptState) -> None:
         self.flush()
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.states import AttemptState
 from . import RunInfo
 from .background import RemoteTracker, Row, store_id, stored_id
 from .mlflow_store import prepare
@@ -83,7 +84,7 @@ class MlflowService:
         if batch:
             self.client.log_batch(self.run_id, metrics=batch)
 
-    def close(self, state: str) -> None:
+    def close(self, state: AttemptState) -> None:
         self.client.set_terminated(self.run_id, "FINISHED" if state == "finished" else "KILLED")
 
     def _experiment_id(self) -> str:

@@ -18,6 +18,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.states import AttemptState
 from ..project import current
 from . import RunInfo
 from .background import RemoteTracker, Row, store_id, stored_id
@@ -98,7 +99,7 @@ class WandbService:
         for row in rows:
             self.run.log({key: value for key, value in row.items() if key != "step"} | {"global_step": row["step"]})
 
-    def close(self, state: str) -> None:
+    def close(self, state: AttemptState) -> None:
         import wandb
 
         self.run.summary.update({"state": state})

@@ -1,0 +1,32 @@
+"""The words for where a run stands are defined once (core/states.py), and every module uses those."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import samebits
+from samebits.core import states
+
+SOURCE = Path(samebits.__file__).resolve().parent
+
+
+def test_every_attempt_state_and_group_is_a_run_state() -> None:
+    assert set(states.ATTEMPT_STATES) <= set(states.RUN_STATES)
+    assert set(states.RUN_STATES) >= states.RESUMABLE | states.BUSY | states.SETTLED | states.EXPLAINED
+    assert not states.RESUMABLE & states.BUSY
+
+
+def test_no_module_lists_run_states_of_its_own() -> None:
+    """A tuple, list or set of two or more state names outside core/states.py is a second definition."""
+    words = set(states.RUN_STATES)
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        if path == SOURCE / "core" / "states.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple | ast.List | ast.Set):
+                named = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in words]
+                if len(named) >= 2:
+                    found.append(f"{path.relative_to(SOURCE)}:{node.lineno} {named}")
+    assert not found, f"use the groups of core/states.py: {found}"
