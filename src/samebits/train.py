@@ -64,12 +64,12 @@ def train(
     stream = TrainStream(data.train, data.batch_size, cfg.seed, trainer.num_workers, context.rank, context.world_size)
     val_batches = evaluation_batches(data.val, data.eval_batch_size)
     state = TrainingState(model, optimizer, scheduler, precision, stream)
-    checkpoints = CheckpointDir(run_dir / "checkpoints", trainer.keep_last)
+    checkpoints = CheckpointDir(run.files.checkpoints, trainer.keep_last)
     step = resume_latest(checkpoints, state, origin, device, trainer.allow_code_change, run)
 
     best = BestTracker(checkpoints.folder, trainer.best_metric or objective.main_metric, trainer.best_mode, step)
     if context.is_main:
-        write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
+        write_text(run.files.config, OmegaConf.to_yaml(cfg))
         provenance.write(run_dir, current().root, found)
         if found["git"]["dirty"]:
             log.warning("the working tree is dirty: this run is marked dirty (see provenance.json, dirty.patch)")

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from ..core.files import read_json_object
+from ..core.run_files import RunFiles
 from ..core.runs import run_dirs
 from ..launch.observe import Backends, observe, observe_all
 from ..launch.status import FAST_LOADER
@@ -26,9 +27,8 @@ def records(runs_dir: Path, main_tag: str | None = None) -> list[RunRecord]:
 
 def read(run_dir: Path, state: str | None = None) -> RunRecord:
     """One run's record; its state as `observe` decides it (pass it when already observed)."""
-    config = _yaml(run_dir / "config.yaml")
-    provenance = _json(run_dir / "provenance.json")
-    summary = _json(run_dir / "summary.json")
+    files = RunFiles(run_dir)
+    config, provenance, summary = _yaml(files.config), _json(files.provenance), _json(files.summary)
     # The last value of every logged metric; a finished run's final evaluation is the summary's.
     metrics = {key: value for line in lines(run_dir) for key, value in line.items() if key != "step"}
     metrics |= summary.get("metrics", {})
@@ -41,18 +41,18 @@ def read(run_dir: Path, state: str | None = None) -> RunRecord:
         config_sha256=provenance.get("run", {}).get("config_sha256"),
         settings=identity_settings(config),
         metrics=metrics,
-        step=summary.get("step", _json(run_dir / "status.json").get("step")),
+        step=summary.get("step", _json(files.status).get("step")),
     )
 
 
 def settings(run_dir: Path) -> dict[str, object]:
-    return identity_settings(_yaml(run_dir / "config.yaml"))
+    return identity_settings(_yaml(RunFiles(run_dir).config))
 
 
 def lines(run_dir: Path) -> list[dict[str, Any]]:
     """The lines of metrics.jsonl, in order; a line cut short by a crash is skipped."""
     try:
-        text = (run_dir / "metrics.jsonl").read_text()
+        text = RunFiles(run_dir).metrics.read_text()
     except OSError:
         return []
     found = []

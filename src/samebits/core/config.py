@@ -17,6 +17,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ..project import current
+from . import run_files
 
 # The groups that hold research components, each built by `hydra.utils.instantiate` from its `_target_`.
 COMPONENT_GROUPS = ("model", "data", "objective", "optim", "sched")
@@ -84,7 +85,7 @@ class TrainerConfig:
 @dataclass
 class JsonlConfig:
     _target_: str = "samebits.tracking.jsonl.JsonlTracker"
-    filename: str = "metrics.jsonl"
+    filename: str = run_files.METRICS
 
 
 @dataclass

@@ -23,6 +23,7 @@ from .errors import UsageError, yaml_problem
 from .files import utc_now, write_json
 from .hashing import params_sha256
 from .precision import Precision
+from .run_files import RunFiles
 
 Batch = tuple[torch.Tensor, ...]
 
@@ -76,15 +77,16 @@ def evaluate_run(run_dir: Path, split: str, which: str) -> dict[str, Any]:
         }
     result = {"split": split, "checkpoint": name, "step": state["step"], "params_sha256": params_sha256(model),
               "metrics": metrics, "evaluated_at": utc_now()}  # fmt: skip
-    recorded = json.loads((run_dir / "eval.json").read_text()) if (run_dir / "eval.json").is_file() else {}
-    write_json(run_dir / "eval.json", recorded | {f"{split}:{which}": result})
+    path = RunFiles(run_dir).eval
+    recorded = json.loads(path.read_text()) if path.is_file() else {}
+    write_json(path, recorded | {f"{split}:{which}": result})
     return result
 
 
 def saved_config(run_dir: Path, needs: Iterable[str] = SAVED_GROUPS) -> DictConfig:
     """A run's saved config, holding the groups it `needs`; one line and exit 2 when `run_dir` is not a run or its
     config is damaged."""
-    path = run_dir / "config.yaml"
+    path = RunFiles(run_dir).config
     if not path.is_file():
         raise UsageError(f"{run_dir} has no config.yaml: pass the folder of a run (runs/<main_tag>/<run_name>)")
     try:
@@ -105,7 +107,7 @@ def saved_config(run_dir: Path, needs: Iterable[str] = SAVED_GROUPS) -> DictConf
 
 def saved_checkpoint(run_dir: Path, cfg: DictConfig, which: str = "latest") -> tuple[str, dict[str, Any]]:
     """A run's latest (or best) checkpoint, checked; one line and exit 2 when there is none."""
-    checkpoints = CheckpointDir(run_dir / "checkpoints", cfg.trainer.keep_last)
+    checkpoints = CheckpointDir(RunFiles(run_dir).checkpoints, cfg.trainer.keep_last)
     name = checkpoints.find_latest() if which == "latest" else checkpoints.find_best()
     if name is None:
         missing = (

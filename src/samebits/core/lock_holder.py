@@ -17,8 +17,8 @@ from pathlib import Path
 
 from . import processes
 from .files import utc_now
+from .run_files import RunFiles
 
-LOCK_NAME = "run.lock"
 # A running attempt rewrites status.json at least this often (its heartbeat), so that a run whose holder is on
 # another machine, and gone, can be told from a live one by the age of that file.
 HEARTBEAT_S = 60
@@ -53,7 +53,7 @@ def holder_alive(run_dir: Path) -> bool | None:
     """Whether the training process named in the run's lock file is alive: True or False for a process of this
     machine, None when there is none named or it is another machine's (which cannot be checked from here)."""
     try:
-        found = _LINE.match((run_dir / LOCK_NAME).read_text())
+        found = _LINE.match(RunFiles(run_dir).lock.read_text())
     except OSError:
         return None
     if not found or found.group(2) != socket.gethostname():

@@ -29,6 +29,7 @@ from omegaconf import DictConfig
 
 from .deps import pins
 from .files import appending, file_sha256, utc_now, write_atomic, write_json
+from .run_files import RunFiles
 
 REDACTED = "<redacted>"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|(^|_)PAT(_|$)", re.IGNORECASE)
@@ -114,13 +115,13 @@ def library_state() -> dict[str, Any]:
 def write(run_dir: Path, root: Path, found: dict[str, Any]) -> None:
     """The run's first start writes `provenance.json` (and `dirty.patch` when the tree is dirty); a resumed start
     appends what may have changed (host, Slurm restart, time) to `attempts.jsonl`."""
-    if not (run_dir / "provenance.json").exists():
+    if not RunFiles(run_dir).provenance.exists():
         if found["git"]["dirty"]:
-            write_atomic(run_dir / "dirty.patch", lambda out: out.write(diff(root)))
-        write_json(run_dir / "provenance.json", found)
+            write_atomic(RunFiles(run_dir).dirty_patch, lambda out: out.write(diff(root)))
+        write_json(RunFiles(run_dir).provenance, found)
     else:
         attempt = {key: found[key] for key in ("started_at", "machine", "slurm", "git", "uv_lock_sha256")}
-        with appending(run_dir / "attempts.jsonl") as out:
+        with appending(RunFiles(run_dir).attempts) as out:
             out.write(json.dumps(attempt) + "\n")
 
 

@@ -48,6 +48,7 @@ from .errors import (
     UsageError,
 )
 from .files import utc_now, write_json
+from .run_files import RunFiles
 from .states import AttemptState
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 class RunFolder:
     def __init__(self, run_dir: Path, context: distributed.Context) -> None:
         self.run_dir, self.context = run_dir, context
+        self.files = RunFiles(run_dir)
         self.step = 0  # the step of the latest checkpoint: where the next attempt resumes
         self._lock: int | None = None
         self._status: dict[str, Any] = {}
@@ -78,12 +80,12 @@ class RunFolder:
             refused = {RUN_LOCKED: RunLocked, STORAGE_ERROR: StorageError}.get(code, UsageError)
             raise refused(*([line] if self.context.is_main else []))  # rank 0 says why, once
         if self.context.is_main:
-            handler = logging.FileHandler(self.run_dir / "train.log")  # only now: the holder writes the log alone
+            handler = logging.FileHandlerself.files.log  # only now: the holder writes the log alone
             handler.setFormatter(logging.Formatter(LOG_FORMAT))
             logging.getLogger().addHandler(handler)
 
     def finished_metrics(self) -> dict[str, float] | None:
-        path = self.run_dir / "summary.json"
+        path = self.files.summary
         return json.loads(path.read_text())["metrics"] if path.exists() else None
 
     def record(self, state: AttemptState, step: int | None = None, reason: str | None = None) -> None:
@@ -94,7 +96,7 @@ class RunFolder:
             with self._writing:
                 self._status = {"state": state, "step": self.step} | ({"reason": reason} if reason else {})
                 self._status |= {"trackers_off": self._trackers_off} if self._trackers_off else {}
-                write_json(self.run_dir / "status.json", self._status | {"updated_at": utc_now()})
+                write_json(self.files.status, self._status | {"updated_at": utc_now()})
             if state == "running" and self._heartbeat is None:
                 self._heartbeat = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
                 self._heartbeat.start()
@@ -115,7 +117,7 @@ class RunFolder:
         """Write summary.json (rank 0; `summary` is called there only) and record the run as finished."""
         if self.context.is_main:
             written = summary()
-            write_json(self.run_dir / "summary.json", written)
+            write_json(self.files.summary, written)
             metrics = "  ".join(f"{key}={value:.4g}" for key, value in written["metrics"].items())
             log.info("finished %s: %s", run_name, metrics)
             log.info("params_sha256=%s", written["params_sha256"])
@@ -134,7 +136,7 @@ class RunFolder:
             with self._writing, contextlib.suppress(OSError):  # a full disk is the loop's to report
                 if self._status.get("state") != "running":
                     return
-                write_json(self.run_dir / "status.json", self._status | {"updated_at": utc_now()})
+                write_json(self.files.status, self._status | {"updated_at": utc_now()})
 
     @contextlib.contextmanager
     def attempt(self) -> Iterator[None]:
@@ -160,7 +162,7 @@ class RunFolder:
     def _claim(self, settings: Mapping[str, Any], run_name: str, allow_code_change: bool) -> tuple[int, str] | None:
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(self.run_dir / lock_holder.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+            descriptor = os.open(self.files.lock, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as error:
             return STORAGE_ERROR, _storage_problem(error, self.run_dir)
         try:
@@ -171,7 +173,7 @@ class RunFolder:
             return RUN_LOCKED, (
                 f"{self.run_dir} is in use by {holder}: that run is training now; wait for it to end, or stop it"
             )
-        if differing := _differing_settings(self.run_dir / "config.yaml", settings, allow_code_change):
+        if differing := _differing_settings(self.files.config, settings, allow_code_change):
             os.close(descriptor)  # releases the lock
             return USAGE_ERROR, (
                 f"run {run_name} was started with other settings ({'; '.join(differing[:5])}): leave run_name "

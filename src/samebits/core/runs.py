@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from . import run_files
 from .errors import UsageError
 
 REPLACED = ".replaced-"
-RUN_RECORDS = ("status.json", "config.yaml", "launch.json")
 
 
 def runs_root(project_root: Path) -> Path:
@@ -43,4 +43,4 @@ def run_dirs(root: Path, main_tag: str | None = None) -> list[Path]:
 
 
 def is_run(path: Path) -> bool:
-    return REPLACED not in path.name and path.is_dir() and any((path / name).exists() for name in RUN_RECORDS)
+    return REPLACED not in path.name and path.is_dir() and any((path / name).exists() for name in run_files.RECORDS)

@@ -20,6 +20,7 @@ from ..analysis.tags import missing_note
 from ..core.errors import UsageError
 from ..core.files import utc_now
 from ..core.provenance import git_state
+from ..core.run_files import RunFiles
 from ..core.runs import runs_root
 from ..project import current
 from ..tracking.mlflow_store import prepare, sqlite_path
@@ -105,7 +106,7 @@ def _origin(run_dir: Path, record: dict[str, Any]) -> tuple[str, str, list[str]]
     if record.get("commit") and record.get("repo"):
         return record["repo"], record["commit"], list(record.get("overrides", []))
     try:  # started without the launcher (job.sh, or train.py in a pushed checkout)
-        found = json.loads((run_dir / "provenance.json").read_text())
+        found = json.loads(RunFiles(run_dir).provenance.read_text())
         git, run = found["git"], found["run"]
     except (OSError, ValueError, KeyError, TypeError):
         return None

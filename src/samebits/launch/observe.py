@@ -30,6 +30,7 @@ from typing import Any
 
 from ..core import lock_holder
 from ..core.files import utc_now
+from ..core.run_files import RunFiles
 from ..core.states import RunState
 from . import local, records
 
@@ -83,12 +84,13 @@ class Backends:
 
 
 def observe(run_dir: Path, backends: Backends, now: datetime | None = None) -> Observed:
-    status, status_damage = _json(run_dir / "status.json")
-    summary, summary_damage = _json(run_dir / "summary.json")
+    files = RunFiles(run_dir)
+    status, status_damage = _json(files.status)
+    summary, summary_damage = _json(files.summary)
     record = records.read(run_dir)
     damaged = tuple(line for line in (summary_damage, status_damage) if line)
-    if record is None and (run_dir / records.RECORD_NAME).exists():
-        damaged += (f"{run_dir / records.RECORD_NAME} is damaged: the launcher cannot tell how the run was submitted",)
+    if record is None and files.launch_record.exists():
+        damaged += (f"{files.launch_record} is damaged: the launcher cannot tell how the run was submitted",)
     live = backends.is_live(run_dir, record) if record else None
     training = lock_holder.holder_alive(run_dir)  # None: no process named, or another machine's
     state = str(status.get("state", "new")) if status else "new"
@@ -138,7 +140,7 @@ def _before(updated: datetime, record: dict[str, Any]) -> bool:
 def _restarts(run_dir: Path) -> int:
     """Attempts after the first: the first writes provenance.json, each later one a line of attempts.jsonl."""
     try:
-        with (run_dir / "attempts.jsonl").open("rb") as file:
+        with RunFiles(run_dir).attempts.open("rb") as file:
             return sum(1 for _ in file)
     except OSError:
         return 0

@@ -20,18 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import read_json_object, write_json
-
-RECORD_NAME = "launch.json"
-LEASE_NAME = "launch.lock"
+from ..core.run_files import RunFiles
 
 
 def read(run_dir: Path) -> dict[str, Any] | None:
-    return read_json_object(run_dir / RECORD_NAME)
+    return read_json_object(RunFiles(run_dir).launch_record)
 
 
 def write(run_dir: Path, record: dict[str, Any]) -> None:
     """Replace the launch record atomically: a reader sees the old record or the new one, never half of one."""
-    write_json(run_dir / RECORD_NAME, record)
+    write_json(RunFiles(run_dir).launch_record, record)
 
 
 class Lease:
@@ -43,7 +41,7 @@ class Lease:
     @classmethod
     def take(cls, run_dir: Path) -> Lease | None:
         run_dir.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(run_dir / LEASE_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        descriptor = os.open(RunFiles(run_dir).launch_lease, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -27,6 +27,7 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from ..core.errors import Interrupted, UsageError
+from ..core.run_files import RunFiles
 from ..core.runs import runs_root
 from ..core.states import BUSY, RESUMABLE
 from ..project import current
@@ -122,7 +123,7 @@ def settle(
     seen = observe(spec.run_dir, Backends()) if spec.run_dir.is_dir() else None
     state = seen.state if seen else "new"
     if state == "finished":
-        summary = json.loads((spec.run_dir / "summary.json").read_text())
+        summary = json.loads(RunFiles(spec.run_dir).summary.read_text())
         value = summary["metrics"].get(space.metric)
         if value is None:
             raise UsageError(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from ..core.run_files import RunFiles
 from ..core.runs import run_dirs
 from ..core.states import EXPLAINED, RUN_STATES, RunState
 from . import local
@@ -49,8 +50,8 @@ def read(run_dir: Path, backends: Backends | None = None, seen: Observed | None 
         name=run_dir.name,
         state=seen.state,
         step=seen.step,
-        max_steps=_max_steps(run_dir / "config.yaml"),
-        metrics=_last_evaluation(run_dir / "metrics.jsonl"),
+        max_steps=_max_steps(RunFiles(run_dir).config),
+        metrics=_last_evaluation(RunFiles(run_dir).metrics),
         updated_at=seen.updated_at,
         reason=seen.reason,
         job_id=seen.job_id,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..core.files import TEMP_SUFFIX
 from ..core.preemption import REQUEUE_EXIT_CODE
+from ..core.run_files import RunFiles
 from ..project import current
 
 TIMEOUT_S = 900  # for one training process; a default run takes well under a minute
@@ -112,13 +113,13 @@ class Runner:
         return run_dir
 
     def status(self, name: str) -> str:
-        return json.loads((self.run_dir(name) / "status.json").read_text())["state"]
+        return json.loads(RunFiles(self.run_dir(name)).status.read_text())["state"]
 
     def result(self, name: str, problems: list[str] | None = None) -> RunResult:
         run_dir = self.run_dir(name)
-        summary = json.loads((run_dir / "summary.json").read_text())
-        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-        leftovers = [p.name for p in (run_dir / "checkpoints").glob(f"*{TEMP_SUFFIX}")]
+        summary = json.loads(RunFiles(run_dir).summary.read_text())
+        rows = [json.loads(line) for line in RunFiles(run_dir).metrics.read_text().splitlines()]
+        leftovers = [p.name for p in RunFiles(run_dir).checkpoints.glob(f"*{TEMP_SUFFIX}")]
         found = list(problems or []) + ([f"temporary files left: {leftovers}"] if leftovers else [])
         return RunResult(summary["params_sha256"], rows, found, summary["rng_sha256"])  # required here
 
@@ -148,10 +149,10 @@ def stop_and_resume(runner: Runner, schedule: Schedule, rng: random.Random) -> C
     runner.copy("resume", "corrupt")
     runner.run("resume")
     runner.run("workers", "trainer.num_workers=2", f"trainer.ckpt_every={max(1, schedule.ckpt_every // 2)}")
-    latest = runner.run_dir("corrupt") / "checkpoints" / f"step_{k:06d}.pt"
+    latest = RunFiles(runner.run_dir("corrupt")).checkpoints / f"step_{k:06d}.pt"
     latest.write_bytes(latest.read_bytes()[: latest.stat().st_size // 2])  # a torn write
     runner.run("corrupt")
-    log = (runner.run_dir("corrupt") / "train.log").read_text()
+    log = RunFiles(runner.run_dir("corrupt")).log.read_text()
     detected = [] if "fails its sha256 checksum" in log else ["the damaged checkpoint was not reported"]
     return [
         (f"2 stop at {k}, resume", "reference", runner.result("resume")),

@@ -24,8 +24,10 @@ import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
+from ..core import run_files
 from ..core.config import flatten, identity
 from ..core.hashing import config_sha256
+from ..core.run_files import RunFiles
 
 NAME_HASH = re.compile(r"__([0-9a-f]{8})$")
 
@@ -36,26 +38,26 @@ class Disagreement(Exception):
 
 def check(run_dir: Path, finished: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run's provenance and its metric lines, once every record agrees; else raise `Disagreement`."""
-    provenance = _json(run_dir / "provenance.json")
+    provenance = _json(RunFiles(run_dir).provenance)
     run, git = provenance.get("run"), provenance.get("git")
     if not isinstance(run, dict) or not isinstance(git, dict):
-        raise Disagreement(f"{run_dir / 'provenance.json'} lacks its run or git section")
-    config = _config(run_dir / "config.yaml")
-    _same_run(run_dir, "provenance.json", run.get("name"), run.get("main_tag"))
-    _same_run(run_dir, "config.yaml", config.get("run_name"), config.get("main_tag"))
+        raise Disagreement(f"{RunFiles(run_dir).provenance} lacks its run or git section")
+    config = _config(RunFiles(run_dir).config)
+    _same_run(run_dir, run_files.PROVENANCE, run.get("name"), run.get("main_tag"))
+    _same_run(run_dir, run_files.CONFIG, config.get("run_name"), config.get("main_tag"))
     found = config_sha256(identity(OmegaConf.create(config)))
     if found != run.get("config_sha256"):
         raise Disagreement(
-            f"{run_dir / 'config.yaml'} does not hash to provenance.json's config_sha256 ({found[:12]} against "
+            f"{RunFiles(run_dir).config} does not hash to provenance.json's config_sha256 ({found[:12]} against "
             f"{str(run.get('config_sha256'))[:12]}): it was changed after the run started"
             + "".join(f" ({line})" for line in _override_differences(config, run.get("overrides") or [])[:1])
         )
     if (named := NAME_HASH.search(run_dir.name)) and named.group(1) != found[:8]:
         raise Disagreement(f"the run's name ends in {named.group(1)}, but its config.yaml hashes to {found[:8]}")
     if differences := _override_differences(config, run.get("overrides") or []):
-        raise Disagreement(f"{run_dir / 'config.yaml'} disagrees with provenance.json's overrides: {differences[0]}")
+        raise Disagreement(f"{RunFiles(run_dir).config} disagrees with provenance.json's overrides: {differences[0]}")
     _one_commit(run_dir, git.get("commit"))
-    lines = _metric_lines(run_dir / "metrics.jsonl")
+    lines = _metric_lines(RunFiles(run_dir).metrics)
     if finished:
         _finished(run_dir, lines)
     return provenance, lines
@@ -93,40 +95,41 @@ def _equal(saved: object, wanted: object) -> bool:
 
 def _one_commit(run_dir: Path, commit: object) -> None:
     try:
-        attempts = (run_dir / "attempts.jsonl").read_text().splitlines()
+        attempts = RunFiles(run_dir).attempts.read_text().splitlines()
     except FileNotFoundError:
         attempts = []
     for number, line in enumerate(attempts, start=2):
         try:
             git = json.loads(line)["git"]
         except (ValueError, KeyError, TypeError):
-            raise Disagreement(f"{run_dir / 'attempts.jsonl'} line {number - 1} is damaged") from None
+            raise Disagreement(f"{RunFiles(run_dir).attempts} line {number - 1} is damaged") from None
         if git.get("commit") != commit or git.get("dirty"):
             ran = f"{str(git.get('commit'))[:12]}{' (dirty)' if git.get('dirty') else ''}"
             raise Disagreement(
                 f"attempt {number} of the run ran {ran}, not {str(commit)[:12]} (attempts.jsonl): a run trained at "
                 "more than one commit cannot be reproduced from one"
             )
-    launched = _json(run_dir / "launch.json") if (run_dir / "launch.json").exists() else {}
+    record = RunFiles(run_dir).launch_record
+    launched = _json(record) if record.exists() else {}
     if launched and (launched.get("run_name") != run_dir.name or launched.get("commit") != commit):
         raise Disagreement(
-            f"{run_dir / 'launch.json'} launched {launched.get('run_name')!r} at {str(launched.get('commit'))[:12]}, "
+            f"{record} launched {launched.get('run_name')!r} at {str(launched.get('commit'))[:12]}, "
             f"but provenance.json says {run_dir.name!r} at {str(commit)[:12]}"
         )
 
 
 def _finished(run_dir: Path, lines: list[dict[str, Any]]) -> None:
-    summary = _json(run_dir / "summary.json")
+    summary = _json(RunFiles(run_dir).summary)
     if not isinstance(summary.get("params_sha256"), str) or not isinstance(summary.get("step"), int):
-        raise Disagreement(f"{run_dir / 'summary.json'} lacks params_sha256 or step")
-    status = _json(run_dir / "status.json")
+        raise Disagreement(f"{RunFiles(run_dir).summary} lacks params_sha256 or step")
+    status = _json(RunFiles(run_dir).status)
     if status.get("state") != "finished" or status.get("step") != summary["step"]:
         raise Disagreement(
-            f"{run_dir / 'status.json'} says {status.get('state')} at step {status.get('step')}, but summary.json "
+            f"{RunFiles(run_dir).status} says {status.get('state')} at step {status.get('step')}, but summary.json "
             f"says finished at step {summary['step']}"
         )
     if lines and lines[-1]["step"] > summary["step"]:
-        raise Disagreement(f"{run_dir / 'metrics.jsonl'} goes on to step {lines[-1]['step']}, past summary.json's")
+        raise Disagreement(f"{RunFiles(run_dir).metrics} goes on to step {lines[-1]['step']}, past summary.json's")
 
 
 def _metric_lines(path: Path) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from typing import Any
 from ..core.config import NON_IDENTITY_KEYS
 from ..core.errors import NotIdentical, UsageError
 from ..core.preemption import REQUEUE_EXIT_CODE
+from ..core.run_files import RunFiles
 from ..project import current
 from .chains import RunResult
 from .consistency import Disagreement, check
@@ -34,11 +35,11 @@ NOT_COMPARED = "(not compared)"
 
 
 def reproduce(run_dir: Path, steps: int | None, repo: str | None = None) -> None:
-    if not (run_dir / "provenance.json").exists():
+    if not RunFiles(run_dir).provenance.exists():
         raise UsageError(f"{run_dir} has no provenance.json: pass the folder of a run (runs/<main_tag>/<run_name>)")
-    if not (run_dir / "metrics.jsonl").exists():
+    if not RunFiles(run_dir).metrics.exists():
         raise UsageError(f"{run_dir} has no metrics.jsonl: there is nothing to compare a reproduction with")
-    if steps is None and not (run_dir / "summary.json").exists():
+    if steps is None and not RunFiles(run_dir).summary.exists():
         raise UsageError(f"{run_dir} has not finished: compare its first steps with --steps N")
     try:
         provenance, lines = check(run_dir, finished=steps is None)
@@ -69,7 +70,7 @@ def reproduce(run_dir: Path, steps: int | None, repo: str | None = None) -> None
                 f"the reproduction failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"
             )
         again_dir = Path(scratch) / run["main_tag"] / run["name"]
-        again = _result(again_dir, _lines(again_dir / "metrics.jsonl"), steps)
+        again = _result(again_dir, _lines(RunFiles(again_dir).metrics), steps)
     original = _result(run_dir, lines, steps)
     verdict = compare(f"reproduce {run['name']}"[:40], original, again)
     print_table([verdict])
@@ -89,7 +90,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 def _result(run_dir: Path, rows: list[dict[str, Any]], steps: int | None) -> RunResult:
     if steps is not None:
         return RunResult(NOT_COMPARED, [row for row in rows if row["step"] <= steps])
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads(RunFiles(run_dir).summary.read_text())
     return RunResult(summary["params_sha256"], rows, rng_sha256=summary.get("rng_sha256"))
 
 

@@ -1,4 +1,5 @@
-"""The words for where a run stands are defined once (core/states.py), and every module uses those."""
+"""Each word of the library is defined once: where a run stands (core/states.py) and the files of a run folder
+(core/run_files.py); every module uses those."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import ast
 from pathlib import Path
 
 import samebits
-from samebits.core import states
+from samebits.core import run_files, states
 
 SOURCE = Path(samebits.__file__).resolve().parent
 
@@ -30,3 +31,15 @@ def test_no_module_lists_run_states_of_its_own() -> None:
                 if len(named) >= 2:
                     found.append(f"{path.relative_to(SOURCE)}:{node.lineno} {named}")
     assert not found, f"use the groups of core/states.py: {found}"
+
+
+def test_only_run_files_names_the_files_of_a_run_folder() -> None:
+    names = {value for key, value in vars(run_files).items() if key.isupper() and isinstance(value, str)}
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        if path == SOURCE / "core" / "run_files.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.append(f"{path.relative_to(SOURCE)}:{node.lineno} {node.value!r}")
+    assert not found, f"name the file through core/run_files.py's RunFiles: {found}"
