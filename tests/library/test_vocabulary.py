@@ -43,3 +43,8 @@ def test_only_run_files_names_the_files_of_a_run_folder() -> None:
             if isinstance(node, ast.Constant) and node.value in names:
                 found.append(f"{path.relative_to(SOURCE)}:{node.lineno} {node.value!r}")
     assert not found, f"name the file through core/run_files.py's RunFiles: {found}"
+
+
+def test_only_locks_takes_a_lock() -> None:
+    takers = [path.relative_to(SOURCE) for path in sorted(SOURCE.rglob("*.py")) if "fcntl.flock(" in path.read_text()]
+    assert takers == [Path("core/locks.py")]

@@ -3,6 +3,7 @@
 runs/<main_tag>/<run_name>/
   config.yaml       the resolved config (written once; its identity settings name the run)
   provenance.json   where the run came from: commit, lock, library, host (dirty.patch beside it if dirty)
+  attempts.jsonl    what may have changed at each attempt after the first (host, restart, time)
   status.json       how the latest attempt stands (core/states.py), rewritten on a heartbeat
   summary.json      once finished: params_sha256, rng_sha256, the final metrics
   metrics.jsonl     one line per logged step (the jsonl tracker)
@@ -11,6 +12,8 @@ runs/<main_tag>/<run_name>/
   checkpoints/      step_NNNNNN.pt, manifest.json, latest, best.json
   run.lock          held by the training process (core/lock_holder.py)
   launch.json       the launch record, written by launchers only (launch/records.py); launch.lock its lease
+  job.log           a local job's output (launch/local.py)
+  trackers.json     each remote tracker's id for this run, so that every attempt reopens it
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ CHECKPOINTS = "checkpoints"
 LOCK = "run.lock"
 LAUNCH_RECORD = "launch.json"
 LAUNCH_LEASE = "launch.lock"
+JOB_LOG = "job.log"
+TRACKER_IDS = "trackers.json"
 
 # What tells a folder is a run's: training writes the first two, a launcher the third.
 RECORDS = (STATUS, CONFIG, LAUNCH_RECORD)
@@ -91,3 +96,11 @@ class RunFiles:
     @property
     def launch_lease(self) -> Path:
         return self.root / LAUNCH_LEASE
+
+    @property
+    def job_log(self) -> Path:
+        return self.root / JOB_LOG
+
+    @property
+    def tracker_ids(self) -> Path:
+        return self.root / TRACKER_IDS

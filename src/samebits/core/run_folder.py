@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
@@ -48,6 +47,7 @@ from .errors import (
     UsageError,
 )
 from .files import utc_now, write_json
+from .locks import try_exclusive
 from .run_files import RunFiles
 from .states import AttemptState
 
@@ -165,9 +165,7 @@ class RunFolder:
             descriptor = os.open(self.files.lock, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as error:
             return STORAGE_ERROR, _storage_problem(error, self.run_dir)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not try_exclusive(descriptor):
             holder = lock_holder.named_holder(descriptor)
             os.close(descriptor)
             return RUN_LOCKED, (

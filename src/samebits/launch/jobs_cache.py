@@ -8,7 +8,6 @@ The bare mirrors (`<cache>/<hash>.git`) are small and kept.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
@@ -17,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+from ..core.locks import try_exclusive
 
 SHA = re.compile(r"[0-9a-f]{7,64}")
 MARKERS = (".ready", ".lock", ".used")  # removed in this order: `.used`, whose lock guards the rest, last
@@ -68,9 +69,7 @@ def unused(checkout: Checkout, create: bool) -> Iterator[bool]:
         yield True
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not try_exclusive(fd):
             yield False
             return
         try:

@@ -12,7 +12,7 @@ probing its lease: a launcher holding that lease itself would take its own hold 
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import os
 import socket
 import subprocess
@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core import lock_holder, processes
+from ..core.locks import exclusive
+from ..core.run_files import RunFiles
 from ..core.runs import run_dirs
 from ..project import current
 from . import records
@@ -37,12 +39,11 @@ def advance(runs_dir: Path) -> list[Path]:
     if not (runs_dir / ".launch").is_dir():
         return []  # nothing was ever launched locally here
     started: list[Path] = []
-    try:
-        descriptor = os.open(runs_dir / ".launch" / "local-queue.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except OSError:
-        return []  # a runs folder this user cannot write: nothing of theirs to start
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(exclusive(runs_dir / ".launch" / "local-queue.lock", os.O_CLOEXEC))
+        except OSError:
+            return []  # a runs folder this user cannot write: nothing of theirs to start
         found = [(run_dir, record) for run_dir in run_dirs(runs_dir) if (record := records.read(run_dir))]
         local = [(run_dir, record) for run_dir, record in found if record.get("backend") == "local"]
         running = sum(takes_a_place(run_dir, record) for run_dir, record in local)
@@ -62,15 +63,13 @@ def advance(runs_dir: Path) -> list[Path]:
                     running += 1
             finally:
                 lease.release()
-    finally:
-        os.close(descriptor)
     return started
 
 
 def start(lease: records.Lease, record: dict[str, Any]) -> None:
     """Start the run's job as a detached process that inherits the lease, and record its id."""
     run_dir = lease.run_dir
-    with (run_dir / "job.log").open("ab") as log:
+    with RunFiles(run_dir).job_log.open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "samebits.launch.local_job", str(run_dir), str(lease.descriptor)],
             cwd=current().root,

@@ -114,7 +114,7 @@ def observe(run_dir: Path, backends: Backends, now: datetime | None = None) -> O
         code = record.get("exit_code")  # its job ended without starting an attempt: refused, or broken
         state = "failed"
         reason = f"its job ended{f' with exit code {code}' if code is not None else ''} before training started"
-        reason += f": {line}" if (line := _last_line(Path(record.get("log") or run_dir / "job.log"))) else ""
+        reason += f": {line}" if (line := _last_line(Path(record.get("log") or RunFiles(run_dir).job_log))) else ""
     step = _step(summary) if summary is not None else _step(status)
     off = status.get("trackers_off", {}) if status else {}
     return Observed(state, step, reason, updated, record, live, _restarts(run_dir), off, damaged)

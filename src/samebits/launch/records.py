@@ -14,12 +14,12 @@ Both live beside `run.lock`, which the training process holds: the last line of 
 
 from __future__ import annotations
 
-import fcntl
 import os
 from pathlib import Path
 from typing import Any
 
 from ..core.files import read_json_object, write_json
+from ..core.locks import try_exclusive
 from ..core.run_files import RunFiles
 
 
@@ -42,9 +42,7 @@ class Lease:
     def take(cls, run_dir: Path) -> Lease | None:
         run_dir.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(RunFiles(run_dir).launch_lease, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not try_exclusive(descriptor):
             os.close(descriptor)
             return None
         return cls(run_dir, descriptor)

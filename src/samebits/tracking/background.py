@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.files import write_json
+from ..core.run_files import RunFiles
 from ..core.states import AttemptState
 from . import RunInfo
 
@@ -121,7 +122,7 @@ class RemoteTracker:
 
 def stored_id(run_dir: Path, tracker: str) -> str | None:
     """The id of this run in a tracker, kept in `<run folder>/trackers.json`, so that every attempt reopens it."""
-    path = run_dir / "trackers.json"
+    path = RunFiles(run_dir).tracker_ids
     return json.loads(path.read_text()).get(tracker) if path.exists() else None
 
 
@@ -130,6 +131,6 @@ _ids_lock = threading.Lock()  # two trackers' threads may store their ids at onc
 
 def store_id(run_dir: Path, tracker: str, run_id: str) -> None:
     with _ids_lock:
-        path = run_dir / "trackers.json"
+        path = RunFiles(run_dir).tracker_ids
         ids = json.loads(path.read_text()) if path.exists() else {}
         write_json(path, ids | {tracker: run_id})

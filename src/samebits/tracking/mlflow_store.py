@@ -11,10 +11,11 @@ locking is unreliable on NFS.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import sqlite3
 from pathlib import Path
+
+from ..core.locks import exclusive
 
 SQLITE = "sqlite:///"
 
@@ -29,7 +30,7 @@ def prepare(tracking_uri: str, artifact_location: str) -> None:
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path.with_name(path.name + ".lock")):
+    with exclusive(path.with_name(path.name + ".lock")):
         if path.exists() and path.stat().st_size > 0:
             return
         from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
@@ -41,13 +42,3 @@ def prepare(tracking_uri: str, artifact_location: str) -> None:
         with contextlib.closing(sqlite3.connect(made)) as connection:
             connection.execute("PRAGMA journal_mode=WAL")
         os.replace(made, path)
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path):  # type: ignore[no-untyped-def]
-    descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)
