@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .analysis import commands as analysis
 from .core.errors import UsageError, exit_on_error
+from .launch import backends
 from .project import current, use
 
 DESCRIPTION = """\
@@ -23,7 +24,7 @@ see the config:   {package} train --cfg job
 evaluate a run:   {package} eval RUN_DIR [--split val|test] [--checkpoint latest|best]   (writes eval.json)
 prove the bits:   nox -s reproducibility   (or: {package} proof [--only 1,2] [overrides])
 search:           {package} search configs/search/digits.yaml [--parallel N]   (Optuna; run again to carry on)
-launch a sweep:   {package} launch [--backend local|slurm] [--dry-run] -- optim.lr=1e-3,3e-3 seed=0,1
+launch a sweep:   {package} launch [--backend {backends}] [--dry-run] -- optim.lr=1e-3,3e-3 seed=0,1
 see the runs:     {package} status [--tag MAIN_TAG]
 compare runs:     {package} collect --tag MAIN_TAG [--out runs.csv]   (--from mlflow: from the tracker alone)
 plot a metric:    {package} plot val/loss --tag MAIN_TAG [--by optim.lr]
@@ -36,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     package = current().package
     parser = argparse.ArgumentParser(
         prog=package,
-        description=DESCRIPTION.format(package=package),
+        description=DESCRIPTION.format(package=package, backends="|".join(backends.names())),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     versions = f"%(prog)s {_version(package)} (samebits {_version('samebits')})"
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         "jobs/job.sh at this commit, which must be committed and pushed. Safe to run again and again, and from "
         "several shells at once.",
     )
-    launch.add_argument("--backend", choices=("local", "slurm"), default="local", help="where runs go (default: local)")
+    launch.add_argument("--backend", choices=backends.names(), default="local", help="where runs go (default: local)")
     launch.add_argument("--dry-run", action="store_true", help="print the plan, submit nothing")
     launch.add_argument(
         "--max-concurrent",
@@ -128,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     study.add_argument("space", type=Path, help="the search space, e.g. configs/search/digits.yaml")
     study.add_argument("--study", help="the study's name (default: the space file's name)")
-    study.add_argument("--backend", choices=("local", "slurm"), default="local", help="where runs go (default: local)")
+    study.add_argument("--backend", choices=backends.names(), default="local", help="where runs go (default: local)")
     study.add_argument("--parallel", type=int, default=1, metavar="N", help="trials running at once (default: 1)")
     study.add_argument("--poll-s", type=float, default=10.0, help="seconds between looks at the runs (default: 10)")
     status = commands.add_parser(

@@ -14,8 +14,8 @@ import yaml
 
 from ..core.errors import UsageError
 from ..core.runs import main_tags, run_dirs
+from ..core.states import RUN_STATES
 from ..launch.observe import observe_all
-from ..launch.status import ORDER
 
 TAGS_FILE = Path("configs") / "tags.yaml"
 NO_NOTE = f"(no note: add one to {TAGS_FILE})"
@@ -60,7 +60,7 @@ def _counts(runs_dir: Path, tag: str) -> str:
     """The runs of one main tag counted by state, in status's order: "8 runs: 6 finished, 2 failed"."""
     found = run_dirs(runs_dir, tag) if (runs_dir / tag).is_dir() else []
     states = Counter(seen.state for seen in observe_all(found))
-    ordered = sorted(states, key=lambda state: ORDER.index(state) if state in ORDER else len(ORDER))
+    ordered = sorted(states, key=lambda state: RUN_STATES.index(state) if state in RUN_STATES else len(RUN_STATES))
     total = f"{len(found)} run{'s' * (len(found) != 1)}"
     return f"{total}: {', '.join(f'{states[state]} {state}' for state in ordered)}" if found else "no runs"
 

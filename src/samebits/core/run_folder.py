@@ -80,7 +80,7 @@ class RunFolder:
             refused = {RUN_LOCKED: RunLocked, STORAGE_ERROR: StorageError}.get(code, UsageError)
             raise refused(*([line] if self.context.is_main else []))  # rank 0 says why, once
         if self.context.is_main:
-            handler = logging.FileHandlerself.files.log  # only now: the holder writes the log alone
+            handler = logging.FileHandler(self.files.log)  # only now: the holder writes the log alone
             handler.setFormatter(logging.Formatter(LOG_FORMAT))
             logging.getLogger().addHandler(handler)
 

@@ -24,7 +24,8 @@ from ..core.run_files import RunFiles
 from ..core.runs import runs_root
 from ..project import current
 from ..tracking.mlflow_store import prepare, sqlite_path
-from . import local, records, slurm
+from . import backends, local, records
+from .backends import Planned
 from .observe import Backends, observe
 from .plan import RELAUNCH, SKIP, Step, decide, table
 from .preflight import launch_problems
@@ -39,9 +40,7 @@ def launch(
     retry_failed: bool = False,
     force: bool = False,
 ) -> list[Step]:
-    if backend == "slurm":
-        slurm.check_available()
-        slurm.settings()  # a mistake in configs/launcher/slurm.yaml stops the launch before any planning
+    backends.named(backend).check()
     state = git_state(current().root)
     refusals = launch_problems(current().root, state)
     if refusals and not dry_run:
@@ -52,8 +51,8 @@ def launch(
         if (warning := missing_note(current().root, main_tag)) is not None:
             print(f"warning: {warning}", flush=True)
     local.advance(runs)
-    backends = Backends()
-    steps = [_step(spec, backends, retry_failed, force) for spec in specs]
+    schedulers = Backends()
+    steps = [_step(spec, schedulers, retry_failed, force) for spec in specs]
     print("\n".join(table(steps)), flush=True)
     if dry_run:
         print("dry run: nothing submitted" + "".join(f"; a launch now would stop: {line}" for line in refusals))
@@ -62,14 +61,14 @@ def launch(
     if not todo:
         print("nothing to submit")
         return steps
-    backends.refresh()  # another launcher may have submitted some of these since they were observed
+    schedulers.refresh()  # another launcher may have submitted some of these since they were observed
     taken: list[tuple[Step, records.Lease]] = []
     try:
         for step in todo:  # leases are taken without waiting: launchers never wait on each other
             if (lease := records.Lease.take(step.spec.run_dir)) is None:
                 print(f"skipped {step.spec.label}: another launcher or its job holds it")
                 continue
-            now = _step(step.spec, backends, retry_failed, force)
+            now = _step(step.spec, schedulers, retry_failed, force)
             if now.action == SKIP:
                 print(f"skipped {step.spec.label}: {now.why} (since the plan)")
                 lease.release()
@@ -95,8 +94,8 @@ def _prepare_mlflow_stores(specs: list[RunSpec]) -> None:
             prepare(tracking_uri, artifact_location)
 
 
-def _step(spec: RunSpec, backends: Backends, retry_failed: bool, force: bool) -> Step:
-    seen = observe(spec.run_dir, backends) if spec.run_dir.is_dir() else None
+def _step(spec: RunSpec, schedulers: Backends, retry_failed: bool, force: bool) -> Step:
+    seen = observe(spec.run_dir, schedulers) if spec.run_dir.is_dir() else None
     return Step(spec, *decide(seen, retry_failed, force))
 
 
@@ -139,8 +138,8 @@ def _submit(taken: list[tuple[Step, records.Lease]], backend: str, limit: int | 
         own = _origin(lease.run_dir, before) if step.action == RELAUNCH and not step.fresh else None
         repo, commit, overrides = own or (state["remote_url"], state["commit"], list(step.spec.overrides))
         plans.append(
-            (
-                step,
+            Planned(
+                step.spec,
                 lease,
                 {
                     "backend": backend,
@@ -156,17 +155,4 @@ def _submit(taken: list[tuple[Step, records.Lease]], backend: str, limit: int | 
                 },
             )
         )
-    if backend == "local":
-        for _, lease, record in plans:
-            local.queue(lease, record, limit or 1)
-        for _, lease, _ in plans:
-            lease.release()
-        started = local.advance(runs)
-        print(f"queued {len(plans)} run(s) locally, {len(started)} started now (at most {limit or 1} at once)")
-        return
-    for tag, commit in dict.fromkeys((step.spec.main_tag, record["commit"]) for step, _, record in plans):
-        group = [(s, lease, r) for s, lease, r in plans if (s.spec.main_tag, r["commit"]) == (tag, commit)]
-        taken_here = [(lease, record) for _, lease, record in group]
-        array = slurm.submit([step.spec for step, _, _ in group], taken_here, limit)
-        last = f" to {array}_{len(group) - 1}" if len(group) > 1 else ""
-        print(f"submitted {len(group)} run(s) of {tag} as Slurm job array {array} (tasks {array}_0{last})")
+    backends.named(backend).submit(plans, limit)

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core import lock_holder
-from ..core.files import utc_now
 from ..core.run_files import RunFiles
 from ..core.states import RunState
-from . import local, records
+from . import backends, records
 
 STALE_AFTER_S = 3 * lock_holder.HEARTBEAT_S  # three missed heartbeats
 
@@ -55,32 +52,21 @@ class Observed:
 
 
 class Backends:
-    """The live jobs of each backend, asked at most once per command (and again after `refresh`)."""
+    """The backends of one command: each asks its scheduler at most once (and again after `refresh`)."""
 
     def __init__(self) -> None:
-        self._slurm: dict[str, str] | None = None
-        self._asked_at: str | None = None
+        self._asked: dict[str, backends.Backend] = {}
 
     def refresh(self) -> None:
-        self._asked_at = None
-
-    def slurm_jobs(self) -> dict[str, str] | None:
-        """Job id -> state of every job Slurm still knows as queued or running, array tasks one by one."""
-        if self._asked_at is None:
-            self._asked_at, self._slurm = utc_now(), _squeue()
-        return self._slurm
+        self._asked.clear()
 
     def is_live(self, run_dir: Path, record: dict[str, Any]) -> bool | None:
-        if record.get("backend") == "local":
-            return record.get("state") == "queued" or (record.get("state") == "started" and local.job_alive(record))
-        if record.get("backend") == "slurm":
-            jobs = self.slurm_jobs()
-            newer = record.get("submitted_at", "") >= (self._asked_at or "")
-            if jobs is not None and record.get("job_id") not in jobs and newer:
-                self.refresh()  # submitted by another launcher since squeue was asked: ask again
-                jobs = self.slurm_jobs()
-            return None if jobs is None else record.get("job_id") in jobs
-        return None
+        name = record.get("backend")
+        if name not in backends.names():
+            return None  # a record this launcher cannot read: never taken for a live job
+        if name not in self._asked:
+            self._asked[name] = backends.named(name)
+        return self._asked[name].is_live(record)
 
 
 def observe(run_dir: Path, backends: Backends, now: datetime | None = None) -> Observed:
@@ -144,19 +130,6 @@ def _restarts(run_dir: Path) -> int:
             return sum(1 for _ in file)
     except OSError:
         return 0
-
-
-def _squeue() -> dict[str, str] | None:
-    if shutil.which("squeue") is None:
-        return None
-    command = ["squeue", "--noheader", "--array", "--format=%i|%T", f"--user={os.getuid()}"]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-    except subprocess.TimeoutExpired:
-        return None
-    if done.returncode != 0:
-        return None
-    return dict(line.split("|", 1) for line in done.stdout.split() if "|" in line)
 
 
 def _json(path: Path) -> tuple[dict[str, Any] | None, str | None]:

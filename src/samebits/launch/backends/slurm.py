@@ -9,6 +9,7 @@ time limit, exits 75, and job.sh requeues the task) and `--open-mode=append` (a 
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
@@ -19,10 +20,12 @@ from typing import Any
 
 import yaml
 
-from ..core.errors import UsageError
-from ..project import current
-from . import records
-from .specs import RunSpec
+from ...core.errors import UsageError
+from ...core.files import utc_now
+from ...project import current
+from .. import records
+from ..specs import RunSpec
+from . import Backend, Planned
 
 FLAGS = {"partition": "partition", "time": "time", "nodes": "nodes", "ntasks_per_node": "ntasks-per-node",
          "cpus_per_task": "cpus-per-task", "gpus_per_node": "gpus-per-node", "mem": "mem"}  # fmt: skip
@@ -88,3 +91,51 @@ def submit(specs: Sequence[RunSpec], taken: Sequence[tuple[records.Lease, dict[s
         log = str(folder / f"{index}.out")
         records.write(lease.run_dir, record | {"state": "submitted", "job_id": f"{array}_{index}", "log": log})
     return array
+
+
+class SlurmJobs:
+    def __init__(self) -> None:
+        self._jobs: dict[str, str] | None = None
+        self._asked_at: str | None = None
+
+    def check(self) -> None:
+        check_available()
+        settings()  # a mistake in configs/launcher/slurm.yaml stops the launch before any planning
+
+    def submit(self, planned: Sequence[Planned], limit: int | None) -> None:
+        """One job array per main tag and commit."""
+        for tag, commit in dict.fromkeys((run.spec.main_tag, run.record["commit"]) for run in planned):
+            group = [run for run in planned if (run.spec.main_tag, run.record["commit"]) == (tag, commit)]
+            array = submit([run.spec for run in group], [(run.lease, run.record) for run in group], limit)
+            last = f" to {array}_{len(group) - 1}" if len(group) > 1 else ""
+            print(f"submitted {len(group)} run(s) of {tag} as Slurm job array {array} (tasks {array}_0{last})")
+
+    def is_live(self, record: dict[str, Any]) -> bool | None:
+        jobs = self._live_jobs()
+        if jobs is not None and record.get("job_id") not in jobs and record.get("submitted_at", "") >= self._asked_at:
+            self._asked_at = None  # submitted by another launcher since squeue was asked: ask again
+            jobs = self._live_jobs()
+        return None if jobs is None else record.get("job_id") in jobs
+
+    def _live_jobs(self) -> dict[str, str] | None:
+        """Job id -> state of every job Slurm still knows as queued or running, array tasks one by one."""
+        if self._asked_at is None:
+            self._asked_at, self._jobs = utc_now(), _squeue()
+        return self._jobs
+
+
+def backend() -> Backend:
+    return SlurmJobs()
+
+
+def _squeue() -> dict[str, str] | None:
+    if shutil.which("squeue") is None:
+        return None
+    command = ["squeue", "--noheader", "--array", "--format=%i|%T", f"--user={os.getuid()}"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0:
+        return None
+    return dict(line.split("|", 1) for line in done.stdout.split() if "|" in line)
