@@ -53,9 +53,10 @@ def measure(package: str, count: int, rounds: int, runs: Path, log: Callable[[st
     observe = import_module("samebits.launch.observe")
     status = import_module("samebits.launch.status")
     sweep = import_module("samebits.core.sweep")
+    composition = import_module("samebits.core.composition")
     overrides = ["optim.lr=" + ",".join(f"{k}e-4" for k in range(1, 11)), f"seed=range(0,{max(1, count // 10)})"]
     found = specs.expand(overrides)  # also loads what the timed rounds use
-    config = OmegaConf.to_yaml(sweep.compose_point(sweep.points(overrides)[0]))  # a real run's config.yaml
+    config = OmegaConf.to_yaml(composition.composed(sweep.points(overrides)[0]))  # a real run's config.yaml
     for number, spec in enumerate(found[::2]):
         make_run_folder(spec.run_dir, STATES[number % len(STATES)], config)
 
@@ -79,7 +80,7 @@ def measure(package: str, count: int, rounds: int, runs: Path, log: Callable[[st
         log,
     )
     sample = sweep.points(overrides)[:: max(1, len(found) // 20)]
-    naive = timed(lambda: [sweep.compose_point(point) for point in sample]) * len(found) / len(sample)
+    naive = timed(lambda: [composition.composed(point) for point in sample]) * len(found) / len(sample)
     total = Stats.of([sum(parts) for parts in zip(times["expand"], times["plan"], times["status"], strict=True)])
     section = Section(
         title="Launcher at scale",

@@ -31,7 +31,8 @@ from .core import (
     preemption,
 )
 from .core.checks import check
-from .core.config import config_dir, identity
+from .core.composition import config_dir
+from .core.config import identity
 from .core.determinism import make_deterministic
 from .core.errors import Interrupted, exit_on_error, one_line_config_errors
 from .core.run_folder import RunFolder

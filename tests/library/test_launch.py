@@ -25,6 +25,7 @@ specs = import_module("samebits.launch.specs")
 plan = import_module("samebits.launch.plan")
 observe = import_module("samebits.launch.observe")
 sweep = import_module("samebits.core.sweep")
+composition = import_module("samebits.core.composition")
 run_folder = import_module("samebits.core.run_folder")
 lock_holder = import_module("samebits.core.lock_holder")
 distributed = import_module("samebits.core.distributed")
@@ -46,7 +47,7 @@ def test_each_run_is_named_exactly_as_a_full_composition_names_it() -> None:
     found = specs.expand(SWEEP)
     expected = set()
     for point in sweep.points(SWEEP):
-        cfg = sweep.compose_point(point)
+        cfg = composition.composed(point)
         expected.add((cfg.run_name, Path(cfg.paths.run_dir)))
     assert {(spec.name, spec.run_dir) for spec in found} == expected
     assert len(found) == 8  # 2 learning rates x 2 optimizers x 2 widths
@@ -58,7 +59,7 @@ def test_each_run_is_named_exactly_as_a_full_composition_names_it() -> None:
         ["trainer.max_steps=200,600", "sched.total_steps=100"],
         ["optim.lr=1,2", "trainer.log_every=5"],  # ints into a float setting; a setting outside the identity
     ):
-        composed = [sweep.compose_point(point) for point in sweep.points(other)]
+        composed = [composition.composed(point) for point in sweep.points(other)]
         expected = dict.fromkeys((cfg.run_name, Path(cfg.paths.run_dir)) for cfg in composed)
         assert [(spec.name, spec.run_dir) for spec in specs.expand(other)] == list(expected)
 

@@ -10,16 +10,16 @@ from importlib import import_module
 from typing import Any
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf, ValidationError, open_dict
+from omegaconf import DictConfig, OmegaConf, ValidationError
 
 from library.helpers.compose import composed
 from library.helpers.project import ROOT
 
 naming = import_module("samebits.core.naming")
 config = import_module("samebits.core.config")
+composition = import_module("samebits.core.composition")
 hashing = import_module("samebits.core.hashing")
 
 EXPERIMENTS = sorted(path.stem for path in (ROOT / "configs" / "experiment").glob("*.yaml"))
@@ -123,14 +123,8 @@ def test_naming_a_run_composes_its_experiment_once(monkeypatch: pytest.MonkeyPat
 def unresolved(*overrides: str) -> Iterator[DictConfig]:
     """A composed config, unresolved: each setting can be changed, and the run name then resolved, as the loop
     does (composing a config per setting would take 0.4 s each)."""
-    GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=config.config_dir(), version_base="1.3"):
-            cfg = compose(config_name="train", overrides=list(overrides), return_hydra_config=True)
-            HydraConfig.instance().set_config(cfg)  # the run name's resolver reads the chosen experiment here
-            with open_dict(cfg):
-                del cfg["hydra"]
-            yield cfg
+        yield composition.composed(list(overrides), resolve=False, stay_initialized=True)
     finally:
         GlobalHydra.instance().clear()
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, Literal, get_args
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ..project import current
@@ -135,22 +133,6 @@ class TrainConfig:
     main_tag: str = "dev"
     tags: list[str] = field(default_factory=lambda: ["exploratory"])
     run_name: str = "${auto_run_name:}"
-
-
-def config_dir() -> str:
-    """The project's configs/ folder, once the root schema and the project's research schemas are registered with
-    Hydra: every composition (the entry point, a sweep, the launcher, the proof) starts here."""
-    return _registered(current().package)
-
-
-@cache
-def _registered(package: str) -> str:
-    """Register the schemas once per project: storing them takes longer than composing, and a sweep composes every
-    point."""
-    store = ConfigStore.instance()
-    store.store(name="train_schema", node=TrainConfig)
-    current().schemas().register(store)
-    return str(current().config_dir)
 
 
 def project_path(path: str) -> str:

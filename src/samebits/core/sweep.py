@@ -7,16 +7,12 @@ composes each point, and stops with one line per mistake, naming the point, befo
 
 from __future__ import annotations
 
-from hydra import compose, initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import get_args_parser
-from hydra.core.global_hydra import GlobalHydra
-from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, OmegaConf, open_dict
 
 from .checks import problems
-from .config import config_dir
+from .composition import composed
 from .errors import UsageError
 
 
@@ -24,19 +20,6 @@ def points(overrides: list[str]) -> list[list[str]]:
     """The override list of each point of a sweep, in the order Hydra runs them."""
     parsed = OverridesParser.create().parse_overrides(overrides)
     return [point for batch in BasicSweeper.split_arguments(parsed, None) for point in batch]
-
-
-def compose_point(overrides: list[str]) -> DictConfig:
-    """The resolved config of one point, as the training process will see it."""
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=overrides, return_hydra_config=True)
-        HydraConfig.instance().set_config(cfg)  # the run name's resolver reads the chosen experiment here
-        with open_dict(cfg):
-            del cfg["hydra"]  # as the loop sees it, and read-only anyway
-        OmegaConf.resolve(cfg)
-    GlobalHydra.instance().clear()
-    return cfg
 
 
 def check_sweep(argv: list[str]) -> None:
@@ -47,7 +30,7 @@ def check_sweep(argv: list[str]) -> None:
     found: dict[str, list[int]] = {}  # a mistake shared by many points is reported once
     every = points(args.overrides)
     for number, point in enumerate(every, start=1):
-        for line in problems(compose_point(point)):
+        for line in problems(composed(point)):
             found.setdefault(line, []).append(number)
     fail_points(found, len(every))
 

@@ -14,18 +14,16 @@ import copy
 from dataclasses import dataclass
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from ..core import naming  # noqa: F401 (registers the run-name resolver)
 from ..core.checks import problems
-from ..core.config import config_dir
+from ..core.composition import composed, config_dir
 from ..core.errors import one_line_config_errors
 from ..core.sweep import fail_points, points
 from ..project import current
@@ -61,7 +59,7 @@ def expand(overrides: list[str]) -> list[RunSpec]:
         found: dict[int, RunSpec] = {}
         mistakes: dict[str, list[int]] = {}
         for shaping, members in by_defaults.items():
-            base = _composed(list(shaping))
+            base = composed(list(shaping), resolve=False, stay_initialized=True)  # for its group's run names
             quick = QuickNames(base)
             store = _mlflow_store(base)
             checked: dict[tuple[str, ...], list[str]] = {}
@@ -90,17 +88,6 @@ def expand(overrides: list[str]) -> list[RunSpec]:
 
 def _check_key(overrides: list[Override]) -> tuple[str, ...]:
     return tuple(o.input_line or "" for o in overrides if o.key_or_group != "seed")
-
-
-def _composed(overrides: list[str]) -> DictConfig:
-    """The config of `overrides` before value overrides, with Hydra's runtime set for the run-name resolver."""
-    GlobalHydra.instance().clear()
-    initialize_config_dir(config_dir=config_dir(), version_base="1.3")
-    cfg = compose(config_name="train", overrides=overrides, return_hydra_config=True)
-    HydraConfig.instance().set_config(cfg)  # shared by the group: it differs only in value overrides
-    with open_dict(cfg):
-        del cfg["hydra"]
-    return cfg
 
 
 def _mlflow_store(cfg: DictConfig) -> tuple[str, str] | None:

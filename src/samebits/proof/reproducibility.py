@@ -29,10 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from ..core.config import config_dir
+from ..core.composition import composed
 from ..core.errors import NotIdentical, one_line_config_errors
 from ..project import current
 from . import chains
@@ -93,8 +92,7 @@ def compare(proof: str, reference: RunResult, candidate: RunResult) -> Verdict:
 
 def schedule_of(overrides: list[str]) -> Schedule:
     """Read the step counts of the config under test, without starting torch."""
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=[*overrides, "run_name=probe"])
+    cfg = composed([*overrides, "run_name=probe"], resolve=False)
     train_samples = getattr(OmegaConf.to_object(cfg.data), "train_samples", None)  # see research/schemas.py
     per_epoch = train_samples() // cfg.data.batch_size if callable(train_samples) else None
     return Schedule(cfg.trainer.max_steps, cfg.trainer.ckpt_every, per_epoch)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from omegaconf import DictConfig
-from samebits.core import naming, sweep  # naming registers the run-name resolver
+from samebits.core import composition, naming  # naming registers the run-name resolver
 
 assert naming
 
 
 def composed(*overrides: str) -> DictConfig:
     """The config a run with these overrides gets, resolved (its run name included) as during a real run."""
-    return sweep.compose_point(list(overrides))
+    return composition.composed(list(overrides))
