@@ -22,7 +22,8 @@ from ..core.runs import run_dirs
 from . import local
 from .observe import Backends, Observed, observe, observe_all
 
-FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 5x faster, and status reads every config
+# libyaml where PyYAML has it, as status reads every config (docs/decisions/0008-status-reads-with-libyaml.md)
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 TAIL_BYTES = 64 * 1024  # enough for the last evaluation line of metrics.jsonl
 ORDER = (
     "running", "pending", "queued", "lost", "preempted", "paused", "interrupted", "failed", "unreadable", "finished",
