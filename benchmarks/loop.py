@@ -38,7 +38,8 @@ class Workload:
 
 def workloads(quick: bool) -> list[Workload]:
     # The language model's own cadence (an evaluation and a checkpoint every 260 steps) falls beyond a benchmark's
-    # runs (about 0.1 s a step); every 20 steps keeps both inside the timed span, for every contender alike.
+    # short runs, whose steps are slow (BENCHMARKS.md); every 20 steps keeps both inside the timed span, for every
+    # contender alike.
     char = ["experiment=char_transformer", "trainer.log_every=10"]
     if quick:
         short = ["sched.warmup_steps=2", "trainer.log_every=5"]

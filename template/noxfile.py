@@ -47,8 +47,9 @@ def install_locked(session: nox.Session, extras: bool = False) -> None:
     """Install the project and its dev group exactly as uv.lock pins them (the lock is never re-resolved); with
     `extras`, the optional ones too (MLflow), which only the tests need.
 
-    Bytecode is compiled once here (about 25 s for a new venv on 2 cores, under a second after that): where
-    PYTHONDONTWRITEBYTECODE is set, every process would otherwise recompile torch as it imports it, about 8 s.
+    Bytecode is compiled once here (slow for a new venv, quick after that): where PYTHONDONTWRITEBYTECODE is set,
+    every process would otherwise recompile torch as it imports it. The figures are in the samebits library:
+    external/samebits/docs/decisions/0011-bytecode-compiled-once.md.
     """
     require_library(session)
     env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
@@ -81,7 +82,7 @@ def reproducibility(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def quick_proof(session: nox.Session) -> None:
-    """The first two proofs, about 20 s on 2 cores; `nox -s reproducibility` runs all seven."""
+    """The first two proofs, a quick check; `nox -s reproducibility` runs all seven."""
     install_locked(session)
     session.run("python", "-m", PACKAGE, "proof", "--only", "1,2", *session.posargs)
 

@@ -4,7 +4,9 @@ cycles, no research code, and one loop that never names a task."""
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import samebits
 SOURCE = Path(samebits.__file__).resolve().parent
 MODULES = sorted(SOURCE.rglob("*.py"))
 MAX_LINES = 300
+REPOSITORY = SOURCE.parents[1]
 
 
 def module_name(path: Path) -> str:
@@ -102,3 +105,63 @@ def _has_docstring(node: ast.AST) -> bool:
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     )
+
+
+# A measured figure: a number and a unit of time, size or rate ("145 ms", "0.03-0.05 ms", "200 MB", "5x faster").
+# Such figures go stale in a comment; they belong in BENCHMARKS.md or a record under docs/decisions/.
+NUMBER = r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s*[-–]\s*\d[\d,]*(?:\.\d+)?)?"
+UNIT = r"(?:[mµu]?s|ns|secs?|seconds?|mins?|minutes?|h|hours?|[KMGT]i?B|kB|it/s|steps?/s|samples/s)"
+COMPARED = r"(?:[x×%]|\s*times)\s*(?:faster|slower)\b"
+MEASURE = re.compile(rf"{NUMBER}\s?(?:{UNIT}(?![\w/])|{COMPARED})")
+# (file relative to the repository, figure): why it is not a measurement.
+NOT_MEASURED = {
+    ("src/samebits/tracking/wandb_files.py", "32 KiB"): "LevelDB's log format: its block size",
+    ("src/samebits/tracking/mlflow_store.py", "20 s"): "MLflow's configured busy_timeout, not a time observed",
+}
+
+
+def _comments(path: Path) -> list[tuple[int, str]]:
+    """Each `#` comment and each docstring line of a Python file, with its line number."""
+    text = path.read_text()
+    found = [
+        (token.start[0], token.string)
+        for token in tokenize.generate_tokens(io.StringIO(text).readline)
+        if token.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(text)):
+        if _has_docstring(node):
+            constant = node.body[0].value  # type: ignore[attr-defined]
+            if isinstance(constant.value, str):
+                found += [(constant.lineno + k, line) for k, line in enumerate(constant.value.splitlines())]
+    return found
+
+
+def _measurements(paths: list[Path]) -> list[tuple[str, int, str]]:
+    return [
+        (str(path.relative_to(REPOSITORY)), number, match.group())
+        for path in paths
+        for number, line in _comments(path)
+        for match in MEASURE.finditer(line)
+    ]
+
+
+SCANNED = sorted([*MODULES, *(REPOSITORY / "template" / "src").rglob("*.py")])
+
+
+def test_comments_quote_no_measurements() -> None:
+    """A figure measured on some machine ("200 MB: 145 ms", "5x faster") goes stale in a comment: it belongs in
+    BENCHMARKS.md, or with its reasons in docs/decisions/, and the comment keeps the why."""
+    found = _measurements(SCANNED)
+    quoted = [f"{file}:{line}: {figure!r}" for file, line, figure in found if (file, figure) not in NOT_MEASURED]
+    assert not quoted, "measured figures in comments (move them to BENCHMARKS.md or docs/decisions/):\n" + "\n".join(
+        quoted
+    )
+    stale = set(NOT_MEASURED) - {(file, figure) for file, _, figure in found}
+    assert not stale, f"allowed figures no longer in the code: {sorted(stale)}"
+
+
+def test_the_measurement_pattern() -> None:
+    for figure in ["145 ms", "0.03-0.05 ms", "200 MB", "1.3 s", "10 s", "5x faster", "25 minutes", "3 GiB", "9 it/s"]:
+        assert MEASURE.search(f"took {figure} here"), figure
+    for text in ["exit code 75", "every HEARTBEAT_S seconds", "a 7-byte header", "8x8 digits", "1,797 images", "v1.2"]:
+        assert not MEASURE.search(text), text

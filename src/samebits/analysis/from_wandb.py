@@ -42,8 +42,8 @@ def from_server(path: str, main_tag: str | None = None) -> list[RunRecord]:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         fix = "log in (`wandb login`, or WANDB_API_KEY), or read copied run files with --wandb-dir DIR"
         # At once: wandb's exit handler waits for its service process, which may go on retrying a host that does
-        # not answer for minutes after the API gave up (measured: 1 exit in 3 hung past 120 s). The service exits
-        # once this process is gone.
+        # not answer for minutes after the API gave up (docs/decisions/0009-wandb-collect-exits-at-once.md). The
+        # service exits once this process is gone.
         raise ServiceUnreachable(f"W&B server: {reason}; {fix}") from None
     return [record for record in found if record is not None]
 

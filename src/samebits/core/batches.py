@@ -139,7 +139,8 @@ class TrainStream:
 
     def _fetched_here(self) -> Iterator[tuple[Tensor, ...]]:
         """Without workers, the batches the DataLoader would give, fetched directly: its per-batch bookkeeping
-        (a profiler scope, the fetcher, the collate call) was 0.03-0.05 ms of a 1.5 ms step (benchmarks/)."""
+        (a profiler scope, the fetcher, the collate call) was a measurable part of a small model's step
+        (docs/decisions/0010-batches-fetched-without-dataloader.md)."""
         fetch = self.dataset.__getitems__  # type: ignore[attr-defined]
         return (fetch(request) for request in self.sampler)
 

@@ -89,7 +89,8 @@ class CheckpointDir:
             torch.save({"format": FORMAT, "step": step, **state}, out)
             out.flush()
             # Hashed from the page cache on a thread while write_atomic fsyncs the file, which mostly waits for the
-            # disk: the hash (200 MB: 145 ms here) then takes no longer than the fsync (190 ms), not as long again.
+            # disk: the hash then takes no longer than the fsync, not as long again
+            # (docs/decisions/0001-checkpoint-hash-while-fsync.md).
             hashing.append(helper.submit(sha256_descriptor, os.dup(out.fileno())))
             failpoints.pause_if_requested("save", step)  # the proof kills the process here, mid-save
 

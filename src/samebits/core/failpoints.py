@@ -16,10 +16,10 @@ the end of every step; the run's `rng_sha256` (summary.json) then differs unless
 Torch's generators are left alone, so the proof's runs train exactly as the same config does outside it.
 
 Quick exit. The proof starts about 24 training processes, and tearing down an interpreter that has loaded torch
-takes about 1.3 s of CPU each (measured on 2 cores): a sixth of the proof. With REPRODUCIBILITY_QUICK_EXIT=1 a
-process ends as soon as the run is over, after what Python does at exit that has an effect outside the
-process (other threads joined, atexit handlers such as the log's flush run, output flushed), but without
-freeing its objects one by one. Everything the proof compares was written and closed before.
+is a large part of the proof's time (docs/decisions/0004-proof-processes-quick-exit.md). With
+REPRODUCIBILITY_QUICK_EXIT=1 a process ends as soon as the run is over, after what Python does at exit that has
+an effect outside the process (other threads joined, atexit handlers such as the log's flush run, output
+flushed), but without freeing its objects one by one. Everything the proof compares was written and closed before.
 
 Unset (always, outside the proof), none of this does anything.
 """

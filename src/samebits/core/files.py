@@ -1,8 +1,8 @@
 """Durable writes: a file is either its old content or its new content, never half of either.
 
 Write to a temporary file in the same folder, fsync it, rename it over the target, then fsync the folder so the
-rename itself survives a crash. Measured on kill -9 during `torch.save`: a plain write left an unloadable file
-in 6 of 8 trials; this sequence, 0 of 8.
+rename itself survives a crash. Under kill -9 during `torch.save`, a plain write left unloadable files and this
+sequence none (docs/decisions/0003-durable-writes.md).
 
 The temporary file is created with mode 0o666, as a plain `open()` creates a file, so that the kernel applies the
 umask (or the folder's default ACL): a run's config, status and checkpoints are as readable to a shared group as
@@ -103,8 +103,9 @@ def sha256_descriptor(descriptor: int) -> str:
 
 def delete_later(paths: list[Path]) -> threading.Thread | None:
     """Delete files on a thread, and return it (None if there was nothing to delete). Deleting a large file
-    takes time (150 ms for 200 MB on ext4: its blocks are freed), so each is first renamed to a temporary name,
-    at once: its own name is free, and `remove_stale_temporaries` removes it if the process dies before."""
+    takes time (its blocks are freed: docs/decisions/0002-pruned-checkpoints-deleted-on-a-thread.md), so each is
+    first renamed to a temporary name, at once: its own name is free, and `remove_stale_temporaries` removes it if
+    the process dies before."""
     doomed = []
     for path in paths:
         hidden = temporary_name(path)

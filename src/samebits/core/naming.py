@@ -99,8 +99,8 @@ def _experiment_config(experiment: str | None) -> tuple[dict[str, Any], dict[str
 def _auto_run_name(*, _root_: DictConfig) -> str:
     if _COMPOSING_EXPERIMENT.get():
         # OmegaConf resolves `run_name` while Hydra merges the experiment's own config above. That name is never
-        # used; resolving it for real would compose the experiment again, recursively: 33 compositions and
-        # 10 s at every start of a run, measured on 2 cores.
+        # used; resolving it for real would compose the experiment again, recursively, at every start of a run
+        # (docs/decisions/0006-run-name-not-resolved-while-composing.md).
         return "unused"
     hydra = HydraConfig.get()
     choices = dict(hydra.runtime.choices)

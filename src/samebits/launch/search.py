@@ -99,7 +99,7 @@ def search(space_file: Path, study_name: str | None, backend: str, parallel: int
                 relaunches[trial.number] = 0
                 launch_trial(space, trial.params, backend, parallel)
             for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-                if trial.number not in specs:  # composed once per trial: about 0.3 s
+                if trial.number not in specs:  # composed once per trial, not at every poll: composing is slow
                     specs[trial.number] = expand([*space.overrides, *overrides_of(trial.params)])[0]
                 settle(study, space, trial, specs[trial.number], backend, parallel, relaunches)
             local.advance(runs_root(current().root))  # a job killed before it could start the next queued run

@@ -1,7 +1,8 @@
 """A sweep's run specs: the name, folder and overrides of every run that `launch` is asked for.
 
 Each point of the sweep is named exactly as the training process will name it. Composing every point with Hydra
-costs about 40 ms each, so points are grouped by the overrides that change the defaults list (config groups,
+would be too slow for large sweeps (docs/decisions/0007-sweep-points-named-without-composing.md), so points are
+grouped by the overrides that change the defaults list (config groups,
 `experiment=`) and each group is composed once. A point's name then comes from launch/quick_names.py, or, where
 its overrides are less plain, from a copy of the group's config with Hydra's own override step applied (what
 composition does last anyway). Every point is checked (core/checks.py); points that differ only in `seed` share
@@ -50,7 +51,7 @@ def expand(overrides: list[str]) -> list[RunSpec]:
         every = points(overrides)
         parser = OverridesParser.create()
         by_defaults: dict[tuple[str, ...], list[tuple[int, list[str], list[Override]]]] = {}
-        known: dict[str, Override] = {}  # points share most overrides: each is parsed once (about 1 ms)
+        known: dict[str, Override] = {}  # points share most overrides: each is parsed once
         for number, point in enumerate(every, start=1):
             parsed = [known.get(line) or known.setdefault(line, parser.parse_overrides([line])[0]) for line in point]
             shaping = tuple(o.input_line or "" for o in parsed if _shapes_defaults(o))
@@ -70,7 +71,7 @@ def expand(overrides: list[str]) -> list[RunSpec]:
                     cfg = copy.deepcopy(base)
                     ConfigLoaderImpl._apply_overrides_to_config(later, cfg)
                     if named is not None:
-                        cfg.run_name = named[0]  # the resolver costs 6 ms; the quick name is the same
+                        cfg.run_name = named[0]  # skips the slow resolver; the quick name is the same
                     OmegaConf.resolve(cfg)
                     named = named or (cfg.run_name, cfg.main_tag, Path(cfg.paths.run_dir))
                     if unchecked:  # points that differ in their seed alone share their checks: none reads it

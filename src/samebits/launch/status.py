@@ -24,7 +24,8 @@ from ..core.states import EXPLAINED, RUN_STATES, RunState
 from . import local
 from .observe import Backends, Observed, observe, observe_all
 
-FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 5x faster, and status reads every config
+# libyaml where PyYAML has it, as status reads every config (docs/decisions/0008-status-reads-with-libyaml.md)
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 TAIL_BYTES = 64 * 1024  # enough for the last evaluation line of metrics.jsonl
 
 

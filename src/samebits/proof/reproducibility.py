@@ -15,7 +15,7 @@ same metrics.jsonl, line for line and bit for bit:
   6. torchrun with 2 processes: two runs, and a mid-epoch resume, against their own reference;
   7. the latest checkpoint truncated: it is reported, the one before it is used.
 One table row per proof; the exit code is 1 on any difference. The proofs start 24 training processes, each
-paying torch's start-up (about 5 s of CPU), about a minute on 2 cores in all: `--only` runs a subset.
+paying torch's start-up (the proof's time is in BENCHMARKS.md): `--only` runs a subset.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from .chains import Candidates, Runner, RunResult, Schedule
 # and evaluations every 50 steps. Half the training time of the proof is saved (most of it under torchrun);
 # pass trainer.max_steps=600 trainer.ckpt_every=100 trainer.eval_every=100 to prove the full default run.
 # One thread per process: the proof runs up to 6 processes side by side, and more threads would only fight for
-# the cores (measured on 2 cores, the language model's proof took 618 s with 2 threads, 142 s with 1).
+# the cores (docs/decisions/0005-one-thread-per-proof-process.md).
 PROOF_SCHEDULE = [
     "trainer.max_steps=240",
     "trainer.ckpt_every=50",

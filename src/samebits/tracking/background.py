@@ -1,6 +1,6 @@
 """A tracker backed by a service (wandb, MLflow), which talks to it from its own thread.
 
-The loop only appends to a list: starting the service (about a second for wandb, up to its init timeout online),
+The loop only appends to a list: starting the service (slow for wandb, up to its init timeout online),
 sending and closing happen on a daemon thread, so a slow or hung service never stalls a step and never holds the
 process at exit. The thread works through its jobs in order; the loop checks on it at each call, and reports it
 as failed (the fan-out then switches it off) once a job has raised, or has run for more than `timeout_s`.

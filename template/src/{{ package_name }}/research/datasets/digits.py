@@ -15,7 +15,7 @@ class Digits:
     `split_seed` only. With `test_fraction=0` there is no test split, and the others are as they were before it.
 
     The arrays are cached as `digits.npz` under `root` on first use, so later runs skip importing
-    scikit-learn (about 4 s).
+    scikit-learn, which is slow (external/samebits/BENCHMARKS.md has the figure).
     """
 
     def __init__(
@@ -46,7 +46,7 @@ class Digits:
 class NoisyImages(ArrayDataset):
     """Training images with Gaussian input noise that depends only on `(seed, epoch, index)`.
 
-    Each epoch's noise is drawn once for the whole set (about 1 ms here), and sample `index` takes row `index`.
+    Each epoch's noise is drawn once for the whole set, and sample `index` takes row `index`.
     """
 
     def __init__(self, inputs: Tensor, labels: Tensor, noise_std: float) -> None:

@@ -35,7 +35,7 @@ def held_out_splits(val_every: int, test_every: int) -> tuple[str, str, str]:
     every `test_every`-th of the other pages is held out for testing (0: no test text, and the training text is
     as without it). Many pages repeat sections of others (`compound` holds the `if` statement's page), so a
     training page drops each paragraph (text between blank lines) that occurs in the held-out text or holds a
-    held-out paragraph (about 60 ms).
+    held-out paragraph.
     """
     pages = list(dict.fromkeys(topics()[name] for name in sorted(topics())))
     held_out = pages[::val_every]
