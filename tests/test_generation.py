@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import DEFAULT_PACKAGE, example_answers, generate, git
+from helpers.generation import DEFAULT_PACKAGE, example_answers, generate
+from helpers.git import git
 
 COMMON_FILES = {
     ".copier-answers.yml",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, copy_template
+from helpers.generation import ROOT, copy_template
 
 BAD_ANSWERS = [
     ("project_name", "", "The project name is empty"),
