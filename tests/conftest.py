@@ -1,89 +1,16 @@
-"""Generating projects from this checkout, shared across the test session to keep the suite fast."""
+"""Fixtures and hooks of the template's tests: every command runs as from a fresh user's shell, and one default
+project is generated for the whole session to keep the suite fast. What tests share besides fixtures is in
+helpers/."""
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PACKAGE = "my_experiments"
-
-
-def copy_template(destination: Path, **answers: Any) -> subprocess.CompletedProcess[str]:
-    """Run `copier copy --trust --defaults` as users do, from this checkout's HEAD, in a fresh process.
-
-    Copier includes uncommitted changes of a local template, so this tests the working tree. A fresh process
-    also hands the test's environment (git config, PATH) to the post-copy tasks.
-    """
-    data = [f"--data={key}={value}" for key, value in answers.items()]
-    command = [sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--quiet", "--vcs-ref=HEAD"]
-    return subprocess.run([*command, *data, str(ROOT), str(destination)], capture_output=True, text=True)
-
-
-def generate(destination: Path, **answers: Any) -> Path:
-    done = copy_template(destination, **answers)
-    assert done.returncode == 0, done.stderr
-    return destination
-
-
-def example_answers(name: str) -> dict[str, Any]:
-    return yaml.safe_load((ROOT / "examples" / f"{name}.yml").read_text())
-
-
-def run(project: Path, *command: str, expect: int = 0, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
-    """Run a command in a generated project (outside this session's venv: see below) and check its exit code.
-
-    The command leads a process group of its own, killed whole when it runs out of time: a timed-out `nox -s
-    tests` would otherwise leave the project's pytest and its training processes running through the rest of
-    the suite, slowing every later test on a 2-core machine."""
-    process = subprocess.Popen(
-        command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-        pytest.fail(f"{' '.join(command)} ran past {timeout:.0f} s:\n{stdout[-4000:]}\n{stderr[-4000:]}")
-    done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-    assert done.returncode == expect, f"{' '.join(command)}:\n{stdout[-4000:]}\n{stderr[-4000:]}"
-    return done
-
-
-def git(project: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, check=True).stdout.strip()
-
-
-IDENTITY = ["-c", "user.name=Test", "-c", "user.email=test@example.org"]
-# Local repositories as submodule sources (every project has one: the library, from this checkout).
-GIT_FILE = ["git", "-c", "protocol.file.allow=always"]
-
-
-def make_package_repo(folder: Path, name: str, versions: list[str]) -> list[str]:
-    """A local git repo holding a tiny Python package, one commit per version; returns the commit SHAs."""
-    folder.mkdir(parents=True)
-    subprocess.run(["git", "init", "--quiet", "--initial-branch=main"], cwd=folder, check=True)
-    (folder / "pyproject.toml").write_text(
-        f'[project]\nname = "{name}"\nversion = "0.1.0"\n\n'
-        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
-    )
-    shas = []
-    for version in versions:
-        (folder / "src" / name).mkdir(parents=True, exist_ok=True)
-        (folder / "src" / name / "__init__.py").write_text(f'VERSION = "{version}"\n')
-        subprocess.run(["git", "add", "-A"], cwd=folder, check=True)
-        subprocess.run(["git", *IDENTITY, "commit", "--quiet", "-m", version], cwd=folder, check=True)
-        shas.append(git(folder, "rev-parse", "HEAD"))
-    return shas
-
+from helpers.generation import generate
 
 NOX_SESSION_VARIABLES = ("UV_PROJECT_ENVIRONMENT", "UV_PYTHON", "VIRTUAL_ENV")
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import containers
-from conftest import DEFAULT_PACKAGE, run
+from helpers import containers
+from helpers.commands import run
+from helpers.generation import DEFAULT_PACKAGE
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT_PACKAGE, GIT_FILE, run
+from helpers.commands import run
+from helpers.generation import DEFAULT_PACKAGE
+from helpers.git import GIT_FILE
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import DEFAULT_PACKAGE, example_answers, generate, git
+from helpers.generation import DEFAULT_PACKAGE, example_answers, generate
+from helpers.git import git
 
 COMMON_FILES = {
     ".copier-answers.yml",
@@ -53,6 +54,9 @@ COMMON_FILES = {
     "noxfile.py",
     "pyproject.toml",
     "tests/conftest.py",
+    "tests/helpers/__init__.py",
+    "tests/helpers/project.py",
+    "tests/helpers/runs.py",
     "tests/test_datasets.py",
     "tests/test_experiments.py",
     "tests/test_layout.py",

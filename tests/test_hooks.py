@@ -12,8 +12,9 @@ from types import ModuleType
 import pytest
 import yaml
 
-from conftest import GIT_FILE, ROOT, generate, git
-from template_versions import COPIED_LAYOUT, FLAT_LAYOUT
+from helpers.generation import ROOT, generate
+from helpers.git import GIT_FILE, git
+from helpers.template_versions import COPIED_LAYOUT, FLAT_LAYOUT
 
 HOOKS = ("git_init.py", "library.py", "lock.py", "first_commit.py")
 

@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from test_submodules import IDENTITY, make_package_repo
 
-import containers
-from conftest import DEFAULT_PACKAGE, generate, git, run
+from helpers import containers
+from helpers.commands import run
+from helpers.generation import DEFAULT_PACKAGE, generate
+from helpers.git import IDENTITY, git, make_package_repo
 
 pytestmark = pytest.mark.slow
 

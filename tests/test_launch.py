@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import slurm_cluster
 
-import containers
-from conftest import DEFAULT_PACKAGE, IDENTITY, generate, git
+from helpers import containers, slurm_cluster
+from helpers.generation import DEFAULT_PACKAGE, generate
+from helpers.git import IDENTITY, git
 
 pytestmark = pytest.mark.slow
 

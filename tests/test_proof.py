@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run
+from helpers.commands import run
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IDENTITY, ROOT, copy_template, generate, git, make_package_repo
+from helpers.generation import ROOT, copy_template, generate
+from helpers.git import IDENTITY, git, make_package_repo
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""`copier update` across real template versions keeps the user's work (see template_versions.py for the versions).
+"""`copier update` across real template versions keeps the user's work (the versions: helpers/template_versions.py).
 
 Users' projects are generated at v0.1.0 (the flat layout) and at v0.2.0 (the last that copied the machinery), then
 edited as users do: the model's config, a new experiment, a function added to the models module, a bumped
@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-import template_versions
-from conftest import DEFAULT_PACKAGE, GIT_FILE, IDENTITY, git, make_package_repo, run
+from helpers import template_versions
+from helpers.commands import run
+from helpers.generation import DEFAULT_PACKAGE
+from helpers.git import GIT_FILE, IDENTITY, git, make_package_repo
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, copy_template
+from helpers.generation import ROOT, copy_template
 
 BAD_ANSWERS = [
     ("project_name", "", "The project name is empty"),
@@ -62,6 +62,7 @@ def test_reserved_names_cover_this_python_and_the_dependencies() -> None:
     stdlib = {name for name in sys.stdlib_module_names if not name.startswith("_")}
     assert stdlib <= reserved, sorted(stdlib - reserved)
     assert {"torch", "hydra", "omegaconf", "numpy", "sklearn", "tqdm", "nox", "pytest"} <= reserved
+    assert {"conftest", "helpers", "tests"} <= reserved  # what the project's tests import from tests/
     assert not reserved & set(keyword.kwlist)  # keywords have their own message
 
 

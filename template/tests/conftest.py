@@ -1,22 +1,17 @@
-"""Shared helpers: the package under test (served by the samebits library), and training runs in fresh processes."""
+"""Fixtures: a dataset cache, training runs in fresh processes, a finished language-model run. What tests share
+besides fixtures is in helpers/ (importing helpers.project makes the samebits library serve this package)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import tomllib
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import samebits.project
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"].replace("-", "_")
-samebits.project.use(PACKAGE)  # what the entry points do: the library serves this project
-
-RunTraining = Callable[..., subprocess.CompletedProcess[str]]
+from helpers.project import PACKAGE, ROOT
+from helpers.runs import SHORT_LM, RunTraining
 
 
 @pytest.fixture(scope="session")
@@ -35,19 +30,6 @@ def run_training(data_dir: Path) -> RunTraining:
         return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
 
     return run
-
-
-# The character-level transformer, cut down to a few seconds: two checkpoints and two evaluations.
-SHORT_LM = [
-    "experiment=char_transformer",
-    "trainer.max_steps=20",
-    "trainer.ckpt_every=10",
-    "trainer.eval_every=10",
-    "sched.warmup_steps=5",
-    "model.width=32",
-    "model.depth=1",
-    "trainer.num_threads=1",
-]
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import PACKAGE
+from helpers.project import PACKAGE
 
 batches = import_module("samebits.core.batches")
 digits = import_module(f"{PACKAGE}.research.datasets.digits")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from samebits.core import checks, naming, sweep
 
-from conftest import ROOT
+from helpers.project import ROOT
 
 assert naming  # registers the run-name resolver
 

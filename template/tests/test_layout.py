@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PACKAGE, ROOT
+from helpers.project import PACKAGE, ROOT
 
 SOURCE = ROOT / "src" / PACKAGE
 MODULES = sorted(SOURCE.rglob("*.py"))

@@ -7,7 +7,7 @@ from importlib import import_module
 import pytest
 import torch
 
-from conftest import PACKAGE
+from helpers.project import PACKAGE
 
 char_transformer = import_module(f"{PACKAGE}.research.models.char_transformer")
 mlp = import_module(f"{PACKAGE}.research.models.mlp")

@@ -8,7 +8,7 @@ from importlib import import_module
 import torch
 from torch import nn
 
-from conftest import PACKAGE
+from helpers.project import PACKAGE
 
 classification = import_module(f"{PACKAGE}.research.objectives.classification")
 language_modeling = import_module(f"{PACKAGE}.research.objectives.language_modeling")

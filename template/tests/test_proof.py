@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from conftest import PACKAGE, ROOT
+from helpers.project import PACKAGE, ROOT
 
 
 def test_the_quick_proof_passes() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PACKAGE, ROOT
+from helpers.project import PACKAGE, ROOT
 
 
 def sample(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,7 +1,7 @@
 """Fixtures of the library's tests: a dataset cache, training in fresh processes, a finished language-model run.
 
 Importing helpers.project assembles the project these tests serve (the template's research code and configs as
-the package `demo`) and points the library at it.
+the package `demo`); the fixture served_project points the library at it for these tests only.
 """
 
 from __future__ import annotations
@@ -10,12 +10,27 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import samebits.project
 
-from library.helpers.project import PACKAGE, ROOT, SHORT_LM
+from library.helpers.project import ENVIRONMENT, PACKAGE, ROOT, SHORT_LM
 from library.helpers.runs import RunTraining
+
+
+@pytest.fixture(scope="package", autouse=True)
+def served_project() -> Iterator[None]:
+    """The library serves `demo`, in this process and in the processes the tests start, during the library's tests
+    only: under `pytest tests` the template's tests run in the same process, and their commands (Copier, uv, a
+    generated project's nox) must not find `demo` on PYTHONPATH nor be told to serve it."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in ENVIRONMENT.items():
+            patch.setenv(key, value)
+        samebits.project.use(PACKAGE)
+        yield
+    samebits.project.current.cache_clear()
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +44,8 @@ def run_training(data_dir: Path) -> RunTraining:
     """Run `python -m <package>.train` in a fresh process, the way users and launchers do."""
 
     def run(runs_dir: Path, *overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, **(env or {}), "DATA_DIR": str(data_dir), "RUNS_DIR": str(runs_dir)}
+        # ENVIRONMENT again: session fixtures (lm_run) are set up before the package's served_project
+        env = {**os.environ, **ENVIRONMENT, **(env or {}), "DATA_DIR": str(data_dir), "RUNS_DIR": str(runs_dir)}
         command = [sys.executable, "-m", f"{PACKAGE}.train", "trainer.progress_bar=false", *overrides]
         return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
 

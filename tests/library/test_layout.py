@@ -1,5 +1,6 @@
 """The library keeps its design: machinery, launch, trackers, analysis and proofs apart, small modules, no import
-cycles, no research code, and one loop that never names a task."""
+cycles, no research code, and one loop that never names a task. And the tests keep theirs: what they share is in
+a helpers folder (tests/helpers/, tests/library/helpers/, a project's tests/helpers/), never in another test module."""
 
 from __future__ import annotations
 
@@ -96,6 +97,29 @@ def test_the_loop_never_names_a_task() -> None:
 
 TASK_WORDS = {"digit", "digits", "pydoc", "char", "chars", "label", "labels", "acc", "accuracy", "bpc"}
 TASK_WORDS |= {"entropy", "token", "tokens", "logits", "vocab", "classification", "language"}
+
+
+# This repository's tests and the generated project's (template/tests/): test modules are test_*.py and conftest.py.
+REPOSITORY = Path(__file__).resolve().parents[2]
+TEST_TREES = [REPOSITORY / "tests", REPOSITORY / "template" / "tests"]
+TEST_SOURCES = sorted(path for tree in TEST_TREES for path in tree.rglob("*.py"))
+TEST_MODULES = {path.stem for path in TEST_SOURCES if path.name == "conftest.py" or path.name.startswith("test_")}
+
+
+@pytest.mark.parametrize("path", TEST_SOURCES, ids=lambda path: str(path.relative_to(REPOSITORY)))
+def test_no_test_imports_another_test_module(path: Path) -> None:
+    """Test modules, conftest.py included, import what they share from helpers/, never from each other (nor do the
+    helpers): a test imported into another module runs there again, and conftest.py is pytest's to load."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name.split(".") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [[*(node.module or "").split("."), alias.name] for alias in node.names]
+        else:
+            continue
+        found |= {".".join(filter(None, parts)) for parts in names if TEST_MODULES.intersection(parts)}
+    assert not found, f"import these from a helpers module instead: {sorted(found)}"
 
 
 def _has_docstring(node: ast.AST) -> bool:

@@ -4,6 +4,11 @@ The template's research code (`template/src/{{ package_name }}/`) and configs (`
 rendering: they are copied as the package `demo` into a temporary checkout, with jobs/job.sh rendered for that
 name. The checkout is a git repository with one commit, as a generated project is. Each test process (each
 pytest-xdist worker) builds its own at import, so that module-level constants can name its files.
+
+Importing this module changes only this process's sys.path. The library serves the project, in this process and in
+the processes the tests start, while ENVIRONMENT is set: tests/library/conftest.py sets it around the library's
+tests only, so that the template's tests, run in the same pytest process by `pytest tests`, start their commands
+without it.
 """
 
 from __future__ import annotations
@@ -49,9 +54,11 @@ def assemble(root: Path) -> Path:
 ROOT = assemble(Path(tempfile.mkdtemp(prefix="samebits-demo-")) / "demo")
 atexit.register(shutil.rmtree, ROOT.parent, True)
 SOURCE = ROOT / "src"
-sys.path.insert(0, str(SOURCE))
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")]))
-samebits.project.use(PACKAGE)
+sys.path.insert(0, str(SOURCE))  # the test modules import the project's research code at collection
+ENVIRONMENT = {
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])),
+    samebits.project.ENVIRONMENT: PACKAGE,  # what samebits.project.use(PACKAGE) sets
+}
 
 # The character-level transformer, cut down to a few seconds: two checkpoints and two evaluations.
 SHORT_LM = [

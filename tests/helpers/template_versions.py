@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IDENTITY, ROOT, git
+from .generation import ROOT
+from .git import IDENTITY, git
 
 FLAT_LAYOUT = "ba4a214e2534eb63fb0e15bf20eda1db955034f2"
 COPIED_LAYOUT = "9f604f73908639a7a9b93ef9f1d92990971386ec"
