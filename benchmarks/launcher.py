@@ -53,7 +53,7 @@ def measure(package: str, count: int, rounds: int, runs: Path, log: Callable[[st
     observe = import_module("samebits.launch.observe")
     status = import_module("samebits.launch.status")
     sweep = import_module("samebits.core.sweep")
-    composition = import_module("samebits.core.composition")
+    composition = import_module("samebits.composition")
     overrides = ["optim.lr=" + ",".join(f"{k}e-4" for k in range(1, 11)), f"seed=range(0,{max(1, count // 10)})"]
     found = specs.expand(overrides)  # also loads what the timed rounds use
     config = OmegaConf.to_yaml(composition.composed(sweep.points(overrides)[0]))  # a real run's config.yaml

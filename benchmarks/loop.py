@@ -165,4 +165,4 @@ def _compose(package: str, overrides: list[str]) -> DictConfig:
     from importlib import import_module
 
     import_module("samebits.core.naming")  # registers the run name's resolver
-    return import_module("samebits.core.composition").composed(overrides)
+    return import_module("samebits.composition").composed(overrides)

@@ -24,6 +24,7 @@ import hydra
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from .composition import composed, config_dir
 from .core import (
     distributed,
     failpoints,
@@ -31,7 +32,6 @@ from .core import (
     preemption,
 )
 from .core.checks import check
-from .core.composition import config_dir
 from .core.config import identity
 from .core.determinism import make_deterministic
 from .core.errors import Interrupted, exit_on_error, one_line_config_errors
@@ -56,7 +56,9 @@ def _cli() -> None:
     with exit_on_error():
         try:
             with one_line_config_errors(hint=f"list every setting with: python -m {package}.train --cfg job"):
-                check_sweep(sys.argv[1:])  # with -m, every point of a sweep is checked before the first one trains
+                check_sweep(
+                    sys.argv[1:], composed
+                )  # with -m, every point of a sweep is checked before the first one trains
                 hydra.main(version_base="1.3", config_path=config_dir(), config_name="train")(_main)()
         except KeyboardInterrupt:  # a second Ctrl-C before the run folder was claimed: nothing to record
             raise Interrupted("nothing was saved") from None

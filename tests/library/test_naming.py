@@ -19,7 +19,7 @@ from library.helpers.project import ROOT
 
 naming = import_module("samebits.core.naming")
 config = import_module("samebits.core.config")
-composition = import_module("samebits.core.composition")
+composition = import_module("samebits.composition")
 hashing = import_module("samebits.core.hashing")
 
 EXPERIMENTS = sorted(path.stem for path in (ROOT / "configs" / "experiment").glob("*.yaml"))

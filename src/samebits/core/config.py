@@ -1,21 +1,20 @@
-"""The root config schema, where the project's configs and folders are, and a run's identity.
+"""The machinery's settings (trainer, paths), where a project's folders are, and a run's identity.
 
-The root schema and the machinery's groups (trainer, logger, paths) are typed here; the research components'
-schemas are in research/schemas.py. A misspelled key or a wrongly typed value is refused by Hydra while the
-config is composed. What types cannot say (a positive learning rate, a batch that fits in the training set) is
+The root schema (composition.py) puts these together with the trackers' settings (tracking/settings.py) and the
+research components' schemas (research/schemas.py). A misspelled key or a wrongly typed value is refused by Hydra
+while the config is composed. What types cannot say (a positive learning rate, a batch that fits in the training set) is
 checked in core/checks.py before any data loads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from ..project import current
-from . import run_files
 
 # The groups that hold research components, each built by `hydra.utils.instantiate` from its `_target_`.
 COMPONENT_GROUPS = ("model", "data", "objective", "optim", "sched")
@@ -58,7 +57,7 @@ PrecisionName = Literal["32", "bf16", "fp16"]
 PRECISIONS: tuple[PrecisionName, ...] = get_args(PrecisionName)
 
 
-# --- Infrastructure, logging and paths -----------------------------------------------------------------------
+# --- Infrastructure and paths (each tracker's settings are beside it, in tracking/) ------------------------------
 @dataclass
 class TrainerConfig:
     max_steps: int = 600
@@ -81,58 +80,10 @@ class TrainerConfig:
 
 
 @dataclass
-class JsonlConfig:
-    _target_: str = "samebits.tracking.jsonl.JsonlTracker"
-    filename: str = run_files.METRICS
-
-
-@dataclass
-class WandbConfig:
-    _target_: str = "samebits.tracking.wandb_tracker.WandbTracker"
-    project: str | None = None  # None: the package name
-    entity: str | None = None
-    mode: str = "auto"  # auto: online when WANDB_API_KEY is set, else offline; or online, offline
-    init_timeout_s: float = 30.0
-    timeout_s: float = 120.0  # a call unanswered this long switches the tracker off for the attempt
-
-
-@dataclass
-class MlflowConfig:
-    _target_: str = "samebits.tracking.mlflow_tracker.MlflowTracker"
-    tracking_uri: str = "sqlite:///${paths.runs_dir}/mlflow.db"
-    artifact_location: str = "${paths.runs_dir}/mlflow-artifacts"
-    experiment: str = "${main_tag}"
-    timeout_s: float = 120.0
-
-
-@dataclass
-class LoggerConfig:
-    jsonl: JsonlConfig = field(default_factory=JsonlConfig)  # always on: the run's own record, which proofs read
-    wandb: WandbConfig | None = None
-    mlflow: MlflowConfig | None = None
-
-
-@dataclass
 class PathsConfig:
     runs_dir: str = "${project_path:${oc.env:RUNS_DIR,runs}}"
     data_dir: str = "${project_path:${oc.env:DATA_DIR,data}}"
     run_dir: str = "${.runs_dir}/${main_tag}/${run_name}"
-
-
-@dataclass
-class TrainConfig:
-    model: Any = MISSING
-    data: Any = MISSING
-    objective: Any = MISSING
-    optim: Any = MISSING
-    sched: Any = MISSING
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
-    paths: PathsConfig = field(default_factory=PathsConfig)
-    seed: int = 0
-    main_tag: str = "dev"
-    tags: list[str] = field(default_factory=lambda: ["exploratory"])
-    run_name: str = "${auto_run_name:}"
 
 
 def project_path(path: str) -> str:

@@ -7,12 +7,14 @@ composes each point, and stops with one line per mistake, naming the point, befo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import get_args_parser
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig
 
 from .checks import problems
-from .composition import composed
 from .errors import UsageError
 
 
@@ -22,7 +24,7 @@ def points(overrides: list[str]) -> list[list[str]]:
     return [point for batch in BasicSweeper.split_arguments(parsed, None) for point in batch]
 
 
-def check_sweep(argv: list[str]) -> None:
+def check_sweep(argv: list[str], composed: Callable[[list[str]], DictConfig]) -> None:
     """With -m/--multirun in `argv`, check each point of the sweep; without it, do nothing."""
     args, _ = get_args_parser().parse_known_args(argv)
     if not args.multirun or args.cfg or args.info:

@@ -22,9 +22,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig, OmegaConf
 
+from ..composition import composed, config_dir
 from ..core import naming  # noqa: F401 (registers the run-name resolver)
 from ..core.checks import problems
-from ..core.composition import composed, config_dir
 from ..core.errors import one_line_config_errors
 from ..core.sweep import fail_points, points
 from ..project import current

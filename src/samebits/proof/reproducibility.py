@@ -31,7 +31,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ..core.composition import composed
+from ..composition import composed
 from ..core.errors import NotIdentical, one_line_config_errors
 from ..project import current
 from . import chains

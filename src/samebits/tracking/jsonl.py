@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core import run_files
 from ..core.files import appending, write_atomic
 from ..core.states import AttemptState
+
+
+@dataclass
+class JsonlConfig:
+    _target_: str = "samebits.tracking.jsonl.JsonlTracker"
+    filename: str = run_files.METRICS
 
 
 class JsonlTracker:

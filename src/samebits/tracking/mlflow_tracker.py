@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.states import AttemptState
@@ -24,6 +25,15 @@ from .background import RemoteTracker, Row, store_id, stored_id
 from .mlflow_store import prepare
 
 MAX_METRICS, MAX_PARAMS, MAX_PARAM_LENGTH = 1000, 100, 6000  # MLflow's limits per log_batch call and per value
+
+
+@dataclass
+class MlflowConfig:
+    _target_: str = "samebits.tracking.mlflow_tracker.MlflowTracker"
+    tracking_uri: str = "sqlite:///${paths.runs_dir}/mlflow.db"
+    artifact_location: str = "${paths.runs_dir}/mlflow-artifacts"
+    experiment: str = "${main_tag}"
+    timeout_s: float = 120.0
 
 
 def MlflowTracker(  # noqa: N802  (built by instantiate like a class)

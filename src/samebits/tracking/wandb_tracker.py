@@ -16,6 +16,7 @@ import logging
 import os
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.states import AttemptState
@@ -26,6 +27,16 @@ from .wandb_files import last_step
 
 log = logging.getLogger(__name__)
 MODES = ("auto", "online", "offline")
+
+
+@dataclass
+class WandbConfig:
+    _target_: str = "samebits.tracking.wandb_tracker.WandbTracker"
+    project: str | None = None  # None: the package name
+    entity: str | None = None
+    mode: str = "auto"  # auto: online when WANDB_API_KEY is set, else offline; or online, offline
+    init_timeout_s: float = 30.0
+    timeout_s: float = 120.0  # a call unanswered this long switches the tracker off for the attempt
 
 
 def WandbTracker(  # noqa: N802  (built by instantiate like a class)

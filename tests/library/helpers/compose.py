@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from omegaconf import DictConfig
-from samebits.core import composition, naming  # naming registers the run-name resolver
+from samebits import composition
+from samebits.core import naming  # naming registers the run-name resolver
 
 assert naming
 

@@ -1,5 +1,7 @@
-"""Hydra composition, in one place: every command that needs a run's config (the entry point's sweep check, the
-launcher, the proof, the tests) composes it here, from the project's configs/ and the registered schemas.
+"""The root config schema and Hydra composition, in one place: every command that needs a run's config (the entry
+point and its sweep check, the launcher, the proof, the tests) composes it here, from the project's configs/ and
+the registered schemas: the trainer's and paths' settings (core/config.py), each tracker's (tracking/settings.py)
+and the project's research components' (research/schemas.py).
 
 The run-name resolver (core/naming.py) composes the experiment's own config from inside a composition; it calls
 Hydra's `compose` directly, within the search path set up here.
@@ -7,16 +9,35 @@ Hydra's `compose` directly, within the search path set up here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
-from ..project import current
-from .config import TrainConfig
+from .core.config import PathsConfig, TrainerConfig
+from .project import current
+from .tracking.settings import LoggerConfig
+
+
+@dataclass
+class TrainConfig:
+    model: Any = MISSING
+    data: Any = MISSING
+    objective: Any = MISSING
+    optim: Any = MISSING
+    sched: Any = MISSING
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    seed: int = 0
+    main_tag: str = "dev"
+    tags: list[str] = field(default_factory=lambda: ["exploratory"])
+    run_name: str = "${auto_run_name:}"
 
 
 def config_dir() -> str:
