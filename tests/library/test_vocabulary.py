@@ -48,3 +48,11 @@ def test_only_run_files_names_the_files_of_a_run_folder() -> None:
 def test_only_locks_takes_a_lock() -> None:
     takers = [path.relative_to(SOURCE) for path in sorted(SOURCE.rglob("*.py")) if "fcntl.flock(" in path.read_text()]
     assert takers == [Path("core/locks.py")]
+
+
+def test_only_git_runs_git() -> None:
+    """Besides core/git.py, only the two scripts that nox runs by path, which can import nothing, run git."""
+    runners = sorted(
+        str(path.relative_to(SOURCE)) for path in SOURCE.rglob("*.py") if '["git",' in path.read_text().replace(" ", "")
+    )
+    assert runners == ["core/deps.py", "core/git.py", "core/template_version.py"]

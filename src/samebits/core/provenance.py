@@ -19,7 +19,6 @@ import os
 import platform
 import re
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from . import git
 from .deps import pins
 from .files import appending, file_sha256, utc_now, write_atomic, write_json
 from .run_files import RunFiles
@@ -105,9 +105,9 @@ def library_state() -> dict[str, Any]:
 
     checkout = Path(__file__).resolve().parents[3]  # <checkout>/src/samebits/core/provenance.py
     state: dict[str, Any] = {"name": "samebits", "version": __version__, "commit": None, "dirty": None}
-    commit = git_output(checkout, "rev-parse", "HEAD") if (checkout / "src" / "samebits").is_dir() else ""
+    commit = git.output(checkout, "rev-parse", "HEAD") if (checkout / "src" / "samebits").is_dir() else ""
     if commit:  # none in an image (no git there) or for an installed release
-        changes = git_output(checkout, "status", "--porcelain", "--untracked-files=no", "--", "src")
+        changes = git.output(checkout, "status", "--porcelain", "--untracked-files=no", "--", "src")
         state |= {"commit": commit, "dirty": bool(changes)}
     return state
 
@@ -117,7 +117,7 @@ def write(run_dir: Path, root: Path, found: dict[str, Any]) -> None:
     appends what may have changed (host, Slurm restart, time) to `attempts.jsonl`."""
     if not RunFiles(run_dir).provenance.exists():
         if found["git"]["dirty"]:
-            write_atomic(RunFiles(run_dir).dirty_patch, lambda out: out.write(diff(root)))
+            write_atomic(RunFiles(run_dir).dirty_patch, lambda out: out.write(git.diff(root)))
         write_json(RunFiles(run_dir).provenance, found)
     else:
         attempt = {key: found[key] for key in ("started_at", "machine", "slurm", "git", "uv_lock_sha256")}
@@ -127,22 +127,18 @@ def write(run_dir: Path, root: Path, found: dict[str, Any]) -> None:
 
 def git_state(root: Path) -> dict[str, Any]:
     """Commit, branch, remote and dirtiness of the checkout at `root` (None values outside a git checkout)."""
-    if git_output(root, "rev-parse", "--is-inside-work-tree") != "true":
+    if git.output(root, "rev-parse", "--is-inside-work-tree") != "true":
         return {"commit": None, "branch": None, "remote_url": None, "dirty": None, "diff_sha256": None}
-    status = git_output(root, "status", "--porcelain", "--ignore-submodules=none")
-    changes = diff(root) + git_output(root, "ls-files", "--others", "--exclude-standard").encode() if status else b""
+    status = git.output(root, "status", "--porcelain", "--ignore-submodules=none")
+    untracked = git.output(root, "ls-files", "--others", "--exclude-standard") if status else ""
+    changes = git.diff(root) + untracked.encode() if status else b""
     return {
-        "commit": git_output(root, "rev-parse", "HEAD"),
-        "branch": git_output(root, "rev-parse", "--abbrev-ref", "HEAD"),
-        "remote_url": public_url(git_output(root, "config", "--get", "remote.origin.url")) or None,
+        "commit": git.output(root, "rev-parse", "HEAD"),
+        "branch": git.output(root, "rev-parse", "--abbrev-ref", "HEAD"),
+        "remote_url": public_url(git.output(root, "config", "--get", "remote.origin.url")) or None,
         "dirty": bool(status),
         "diff_sha256": hashlib.sha256(changes).hexdigest() if status else None,
     }
-
-
-def diff(root: Path) -> bytes:
-    """The uncommitted changes of a dirty checkout, as a patch (`git apply` re-creates them)."""
-    return subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=root, capture_output=True, check=False).stdout
 
 
 def slurm_job() -> dict[str, str] | None:
@@ -180,12 +176,3 @@ def public_url(url: str) -> str:
         return found["scheme"] if secret else found[0]
 
     return URL_USERINFO.sub(userinfo, url)
-
-
-def git_output(root: Path, *args: str) -> str:
-    """git's answer, or "" when git fails or is not installed (as in the container image)."""
-    try:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""

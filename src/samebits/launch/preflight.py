@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.provenance import git_output, git_state
+from ..core import git
+from ..core.provenance import git_state
 
 
 def launch_problems(root: Path, state: dict[str, Any] | None = None) -> list[str]:
@@ -23,6 +24,6 @@ def launch_problems(root: Path, state: dict[str, Any] | None = None) -> list[str
         found.append("the working tree has uncommitted changes: commit (or stash) them, then launch")
     if state["remote_url"] is None:
         found.append("the repository has no remote `origin`: add one (git remote add origin URL) and push")
-    elif not git_output(root, "branch", "--remotes", "--contains", state["commit"]):
+    elif not git.output(root, "branch", "--remotes", "--contains", state["commit"]):
         found.append(f"commit {state['commit'][:12]} is not on any remote branch: git push, then launch")
     return found
