@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from samebits.core import checks, naming, sweep
+from samebits.composition import composed
+from samebits.core import checks, naming
 
 from helpers.project import ROOT
 
@@ -16,6 +17,6 @@ EXPERIMENTS = sorted(path.stem for path in (ROOT / "configs" / "experiment").glo
 
 @pytest.mark.parametrize("experiment", [None, *EXPERIMENTS])
 def test_every_experiment_is_sound(experiment: str | None) -> None:
-    cfg = sweep.compose_point([f"experiment={experiment}"] if experiment else [])
+    cfg = composed([f"experiment={experiment}"] if experiment else [])
     assert checks.problems(cfg) == []
     assert Path(cfg.paths.runs_dir).is_absolute()  # relative to the project, wherever a run is started from
