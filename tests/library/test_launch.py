@@ -136,6 +136,7 @@ def seen(state: str, **extra: object) -> object:
         ("lost", {"step": 20}, "RELAUNCH"),
         ("interrupted", {}, "RELAUNCH"),
         ("preempted", {"record": {"backend": "slurm", "job_id": "7_1"}, "live": None}, "SKIP"),  # squeue failed
+        ("lost", {"record": {"backend": "pbs", "job_id": "12.server"}, "live": None}, "SKIP"),  # any backend alike
     ],
 )
 def test_the_plan_follows_the_state(state: str, extra: dict, action: str) -> None:

@@ -64,11 +64,25 @@ def write_json(path: Path, data: Any, *, sync_folder: bool = True) -> None:
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
     """A JSON object from a file; None when the file is missing, unreadable, not JSON, or holds something else."""
+    return read_json_record(path)[0]
+
+
+def read_json_record(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(the object, None); (None, None) when there is no such file; (None, a line saying why) when the file cannot
+    be read or holds no JSON object. Records are written atomically, so the last is damage from outside."""
     try:
-        found = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return found if isinstance(found, dict) else None
+        text = path.read_text()
+    except FileNotFoundError:
+        return None, None
+    except OSError as error:
+        return None, f"{path} cannot be read ({error.strerror})"
+    try:
+        found = json.loads(text)
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        return None, f"{path} is damaged (not a JSON object)"
+    return found, None
 
 
 def utc_now() -> str:

@@ -18,7 +18,6 @@ Slurm jobs (no slurmdbd needed). Combined:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import lock_holder
+from ..core.files import read_json_record
 from ..core.run_files import RunFiles
 from ..core.states import RunState
 from . import backends, records
@@ -134,19 +134,8 @@ def _restarts(run_dir: Path) -> int:
 
 def _json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(the record, None), (None, None) when there is none, or (None, a line saying why it cannot be read)."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None, None
-    except OSError as error:
-        return None, f"{path} cannot be read ({error.strerror})"
-    try:
-        found = json.loads(text)
-    except ValueError:
-        found = None
-    if not isinstance(found, dict):  # writes are atomic, so this is damage from outside, or a disk's
-        return None, f"{path} is damaged (not a JSON object): restore it, or remove it and launch the run again"
-    return found, None
+    found, damage = read_json_record(path)
+    return found, damage and f"{damage}: restore it, or remove it and launch the run again"
 
 
 def _time(value: object) -> datetime | None:

@@ -1,6 +1,6 @@
 """What `launch` does with each run of a sweep: SKIP, RELAUNCH or NEW, decided from the run's observed state.
 
-- SKIP: queued, pending, running or finished, any run whose Slurm job cannot be checked (squeue failed), and any
+- SKIP: queued, pending, running or finished, any run whose job its backend cannot check (squeue failed), and any
   run whose records are damaged (unreadable: the plan names the file).
 - RELAUNCH: failed, preempted, lost, interrupted or paused, with no live job: it resumes from its latest
   checkpoint. The plan shows why a run failed: a run that diverged will diverge again at the same commit.
@@ -37,8 +37,9 @@ def decide(seen: Observed | None, retry_failed: bool = False, force: bool = Fals
     if seen is None or (seen.state == "new" and not seen.record):
         return (SKIP, "new: --retry-failed submits no new run", False) if retry_failed else (NEW, "new", False)
     record, state = seen.record or {}, seen.state
-    if record.get("backend") == "slurm" and seen.live is None and state not in SETTLED:
-        return SKIP, f"unknown: squeue cannot be asked about job {record.get('job_id')}, which may be alive", False
+    if record.get("backend") and seen.live is None and state not in SETTLED:
+        job = f"job {record['job_id']}" if record.get("job_id") else "its job"
+        return SKIP, f"unknown: the {record['backend']} backend cannot say whether {job} is alive", False
     if state == "unreadable":
         return SKIP, f"unreadable: {seen.reason}", False  # never guess: it may be running, or finished
     if state in BUSY:

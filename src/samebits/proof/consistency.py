@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 
 from ..core import run_files
 from ..core.config import flatten, identity
+from ..core.files import read_json_record
 from ..core.hashing import config_sha256
 from ..core.run_files import RunFiles
 
@@ -147,7 +148,10 @@ def _metric_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def _json(path: Path) -> dict[str, Any]:
-    return _mapping(path, json.loads, "a JSON object")
+    found, damage = read_json_record(path)
+    if found is None:
+        raise Disagreement(damage or f"{path} is missing")
+    return found
 
 
 def _config(path: Path) -> dict[str, Any]:
