@@ -152,6 +152,7 @@ ROWS = {
     "betas-range": Row(["optim.betas=[0.9,1.5]"], 2, "error: optim.betas=[0.9, 1.5] must be two numbers"),
     "weight-decay": Row(["optim.weight_decay=-1"], 2, "error: optim.weight_decay=-1.0 must be a finite number >= 0"),
     "momentum": Row(["optim=sgd", "optim.momentum=1.5"], 2, "error: optim.momentum=1.5 must lie in [0, 1)"),
+    "noise-inf": Row(["data.noise_std=inf"], 2, "error: data.noise_std=inf must be finite and >= 0"),
     "dropout-two": Row(["model.dropout=2"], 2, "error: model.dropout=2.0 must lie in [0, 1)"),
     "dropout-negative": Row(["model.dropout=-0.1"], 2, "error: model.dropout=-0.1 must lie in [0, 1)"),
     "hidden-zero": Row(["model.hidden_sizes=[0]"], 2, "error: model.hidden_sizes=[0] must all be >= 1"),
@@ -274,7 +275,7 @@ ROWS = {
         touches="diverged",
     ),
     "inputs-not-finite": Row(
-        [*SHORT, "data.noise_std=inf", "run_name=nan_inputs"],
+        [*SHORT, "data.noise_std=1e39", "run_name=nan_inputs"],  # finite, but past float32: inputs are inf
         1,
         "error: the loss became non-finite (nan or inf) at step 1: before any update, so it comes from the data",
         touches="nan_inputs",

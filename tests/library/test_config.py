@@ -66,7 +66,7 @@ def test_every_experiment_is_sound(experiment: str) -> None:
         (["experiment=char_transformer", "model.width=130"], "model.width=130 must be a multiple of model.heads=4"),
         (["experiment=char_transformer", "data.batch_size=99999"], "data.batch_size=99999 is larger than the "),
         (["experiment=char_transformer", "data.context_length=0"], "data.context_length=0 must be >= 1"),
-        (["data.noise_std=-1"], "data.noise_std=-1.0 must be >= 0"),
+        (["data.noise_std=-1"], "data.noise_std=-1.0 must be finite and >= 0"),
         (["trainer.precision=16"], "trainer.precision=16 is not a precision: pass 32, bf16 or fp16"),
         (["trainer.precision=fp16"], "trainer.precision=fp16 needs a CUDA device"),
         (["trainer.accumulate_grad_batches=0"], "trainer.accumulate_grad_batches=0 must be >= 1"),

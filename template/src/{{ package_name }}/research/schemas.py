@@ -95,8 +95,8 @@ class DigitsConfig:
                 f"data.test_fraction={self.test_fraction} must be >= 0 and leave training samples beside "
                 f"data.val_fraction={self.val_fraction}, e.g. data.test_fraction=0.1"
             )
-        if self.noise_std < 0:
-            found.append(f"data.noise_std={self.noise_std} must be >= 0 (0 turns the noise off)")
+        if not 0 <= self.noise_std < math.inf:
+            found.append(f"data.noise_std={self.noise_std} must be finite and >= 0 (0 turns the noise off)")
         return found
 
 
