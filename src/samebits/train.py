@@ -69,6 +69,7 @@ def train(
 
     best = BestTracker(checkpoints.folder, trainer.best_metric or objective.main_metric, trainer.best_mode, step)
     if context.is_main:
+        best.forget_rolled_back()
         write_text(run.files.config, OmegaConf.to_yaml(cfg))
         provenance.write(run_dir, current().root, found)
         if found["git"]["dirty"]:

@@ -33,6 +33,14 @@ def test_a_best_recorded_after_the_resumed_checkpoint_is_forgotten(tmp_path: Pat
     recorded(tmp_path, 30, 0.99)  # the attempt that reached 30 was rolled back to the checkpoint at 20
     tracker = best.BestTracker(tmp_path, "val/acc", "max", resumed_step=20)
     assert tracker.improved_by({"val/acc": 0.5}), "a rolled-back attempt's best outranked the resumed run's own"
+    tracker.forget_rolled_back()
+    assert not (tmp_path / "best.json").exists(), "best.json still names the rolled-back attempt's checkpoint"
+
+
+def test_a_best_carried_over_is_not_forgotten(tmp_path: Path) -> None:
+    recorded(tmp_path, 20, 0.9)
+    best.BestTracker(tmp_path, "val/acc", "max", resumed_step=20).forget_rolled_back()
+    assert json.loads((tmp_path / "best.json").read_text())["step"] == 20
 
 
 # Evaluated only at 30 (the best, then, whatever it scores), checkpointed at 10, 20 and 30, stopped at 30. The worst
@@ -56,6 +64,9 @@ def test_a_run_rolled_back_past_its_best_records_a_best_of_its_own(run_training:
     resumed = run_training(tmp_path, *RESUMED)  # evaluates (and checkpoints) at 40 only
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from the checkpoint at step 20" in resumed.stdout
+    assert (
+        "best.json named step_000030.pt, past the checkpoint this run resumed from" in resumed.stdout + resumed.stderr
+    )
     record = json.loads((folder / "best.json").read_text())
     assert record["checkpoint"] == "step_000040.pt", f"best.json names {record['checkpoint']}, not made by this run"
     assert record["value"] == json.loads((run_dir / "summary.json").read_text())["metrics"]["val/loss"]

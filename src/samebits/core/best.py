@@ -41,8 +41,17 @@ class BestTracker:
         self.missing_reported = False
         found = read(folder)
         # A record past the checkpoint this attempt resumed from belongs to a rolled-back attempt: not carried.
-        if found and (found["metric"], found["mode"]) == (metric, self.mode) and found["step"] <= resumed_step:
+        self.rolled_back = found["checkpoint"] if found and found["step"] > resumed_step else None
+        if found and (found["metric"], found["mode"]) == (metric, self.mode) and not self.rolled_back:
             self.value = found["value"]
+
+    def forget_rolled_back(self) -> None:
+        """Remove a best.json that names a rolled-back attempt's checkpoint (the next save deletes that file): until
+        this attempt evaluates, `eval --checkpoint best` finds no best rather than another attempt's."""
+        if self.rolled_back:
+            (self.folder / FILE).unlink(missing_ok=True)
+            log.warning("best.json named %s, past the checkpoint this run resumed from: no best checkpoint until "
+                        "the next evaluation", self.rolled_back)  # fmt: skip
 
     def improved_by(self, metrics: Mapping[str, float]) -> bool:
         """Whether `metrics` beat the best so far (and become the best)."""
