@@ -17,6 +17,7 @@ from library.helpers.project import PACKAGE, ROOT
 
 search = import_module("samebits.launch.search")
 specs = import_module("samebits.launch.specs")
+errors = import_module("samebits.core.errors")
 
 
 def test_the_bundled_space_samples_runs_that_compose() -> None:
@@ -65,3 +66,19 @@ def test_a_bad_space_is_refused_in_one_line_before_any_trial(tmp_path: Path, tex
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: ") and message in done.stderr and done.stderr.count("\n") == 1
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_trial_whose_run_is_damaged_stops_the_search_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUNS_DIR", str(tmp_path / "runs"))
+    space = search.read_space(ROOT / "configs" / "search" / "digits.yaml")
+    study = optuna.create_study(direction=space.direction)
+    trial = study.ask({key: search.distribution(key, spec) for key, spec in space.params.items()})
+    (spec,) = specs.expand([*space.overrides, *search.overrides_of(trial.params)])
+    spec.run_dir.mkdir(parents=True)
+    (spec.run_dir / "status.json").write_text('{"state": "runn')  # cut short: damaged from outside
+    with pytest.raises(errors.UsageError, match=r"status.json is damaged .*then search again") as stopped:
+        search.settle(study, space, study.trials[0], spec, "local", 1, {})
+    assert str(trial.number) in str(stopped.value) and spec.label in str(stopped.value)
+    assert study.trials[0].state == optuna.trial.TrialState.RUNNING  # told nothing: the next search carries on

@@ -8,7 +8,8 @@ end with, the sampler's seed, the overrides every trial shares, and one Optuna d
 - A trial's parameters become overrides, and the run goes through `launch` (launch/command.py): named as
   training names it, planned, and submitted on the chosen backend. A finished run is never trained again.
 - The search polls its trials' run folders: a finished run's metric (summary.json) is told to the study; a
-  failed run is told as failed; a lost or preempted one is launched again, and resumes from its checkpoint.
+  failed run is told as failed; a lost or preempted one is launched again, and resumes from its checkpoint. A run
+  whose records are damaged stops the search in one line naming the file (waiting on it would wait forever).
 - Stopped (Ctrl-C, a closed terminal, kill) and started again with the same command, it carries on: the trials
   it had asked but not told are still RUNNING in the study, and their runs are waited for (and launched again if
   they stopped) before any new trial is asked. No trial is run twice.
@@ -131,6 +132,8 @@ def settle(
             )
         study.tell(trial.number, value)
         print(f"trial {trial.number} finished: {space.metric}={value:.6g} ({spec.label})", flush=True)
+    elif state == "unreadable":  # never guessed: it may be running, or finished
+        raise UsageError(f"trial {trial.number} ({spec.label}): {seen.reason if seen else state}; then search again")
     elif state == "failed" or relaunches.get(trial.number, 0) >= MAX_RELAUNCHES:
         study.tell(trial.number, state=TrialState.FAIL)
         print(f"trial {trial.number} failed: {seen.reason if seen else state} ({spec.label})", flush=True)
