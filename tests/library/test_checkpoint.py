@@ -57,7 +57,7 @@ def test_a_damaged_latest_is_reported_and_the_previous_one_used(
     latest.write_bytes(latest.read_bytes()[:100])
     with caplog.at_level(logging.WARNING):
         assert directory.load_latest()["step"] == 100
-    assert "step_000200.pt fails its sha256 checksum" in caplog.text
+    assert "step_000200.pt fails its xxh3_128 checksum" in caplog.text
 
 
 def test_a_checkpoint_missing_from_the_manifest_never_completed(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import xxhash
 
 checkpoint = import_module("samebits.core.checkpoint")
 
@@ -23,26 +24,57 @@ def state(value: float, size: int = 3) -> dict[str, object]:
     return {"model": {"weight": torch.full((size,), value)}, "origin": ORIGIN, "rng": [{}]}
 
 
-def test_the_manifest_holds_the_sha256_of_the_whole_file(tmp_path: Path) -> None:
+def test_the_manifest_holds_the_checksum_of_the_whole_file(tmp_path: Path) -> None:
     directory = checkpoint.CheckpointDir(tmp_path, keep_last=3)
     big = {**state(1.0), "optimizer": {"exp_avg": torch.randn(3_000_000)}}  # 12 MB, over many writes and blocks
     path = directory.save(big, 100)
     assert json.loads((tmp_path / "manifest.json").read_text()) == {
-        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        path.name: "xxh3_128:" + xxhash.xxh3_128(path.read_bytes()).hexdigest()
     }
-    assert not [thread for thread in threading.enumerate() if thread.name.startswith("sha256")]
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("checksum")]
+
+
+def written_before(folder: Path, *steps: int) -> None:
+    """The layout samebits 0.3 and before wrote: torch.save files, their bare sha256 in manifest.json, the newest
+    named in `latest`."""
+    for step in steps:
+        torch.save({"format": 1, "step": step, **state(float(step))}, folder / f"step_{step:06d}.pt")
+    manifest = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in folder.glob("step_*.pt")}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "latest").write_text(f"step_{max(steps):06d}.pt")
 
 
 def test_a_checkpoint_folder_written_before_still_loads(tmp_path: Path) -> None:
-    """The layout older versions wrote: a torch.save file, its sha256 in manifest.json, its name in `latest`."""
-    torch.save({"format": 1, "step": 100, **state(1.0)}, tmp_path / "step_000100.pt")
-    digest = hashlib.sha256((tmp_path / "step_000100.pt").read_bytes()).hexdigest()
-    (tmp_path / "manifest.json").write_text(json.dumps({"step_000100.pt": digest}))
-    (tmp_path / "latest").write_text("step_000100.pt")
+    written_before(tmp_path, 100)
     directory = checkpoint.CheckpointDir(tmp_path, keep_last=3)
     assert directory.load_latest()["step"] == 100
-    directory.save(state(2.0), 200)
+    directory.save(state(2.0), 200)  # one manifest, two algorithms: each entry names its own
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert len(manifest["step_000100.pt"]) == 64 and manifest["step_000200.pt"].startswith("xxh3_128:")
     assert checkpoint.CheckpointDir(tmp_path, keep_last=3).load_latest()["step"] == 200
+    (tmp_path / "latest").write_text("step_000100.pt")
+    assert checkpoint.CheckpointDir(tmp_path, keep_last=3).load_latest()["step"] == 100
+
+
+def test_a_damaged_checkpoint_written_before_fails_its_sha256(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    written_before(tmp_path, 100, 200)
+    damaged = tmp_path / "step_000200.pt"
+    damaged.write_bytes(damaged.read_bytes().replace(torch.full((3,), 200.0).numpy().tobytes(), b"\0" * 12))
+    with caplog.at_level(logging.WARNING):
+        assert checkpoint.CheckpointDir(tmp_path, keep_last=3).find_latest() == "step_000100.pt"
+    assert "step_000200.pt fails its sha256 checksum" in caplog.text
+
+
+def test_a_checksum_of_an_unknown_algorithm_is_never_taken_for_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    written_before(tmp_path, 100, 200)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["step_000200.pt"] = "blake9:" + manifest["step_000200.pt"]  # from a newer samebits
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with caplog.at_level(logging.WARNING):
+        assert checkpoint.CheckpointDir(tmp_path, keep_last=3).find_latest() == "step_000100.pt"
+    assert "has a blake9 checksum, which this samebits cannot check: update samebits" in caplog.text
 
 
 def test_what_a_damaged_checkpoint_held_is_never_returned(tmp_path: Path) -> None:

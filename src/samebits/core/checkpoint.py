@@ -3,7 +3,8 @@
 Layout of `<run folder>/checkpoints/`:
 
     step_000300.pt     a dict loadable with torch.load(weights_only=True); the model is under "model"
-    manifest.json      {"step_000300.pt": "<sha256>", ...}: a file missing from it was never completed
+    manifest.json      {"step_000300.pt": "xxh3_128:<hex>", ...}: a file missing from it was never completed
+                       (core/checksums.py; a bare hex digest is an older version's sha256, still checked)
     latest             the name of the newest complete checkpoint, written last
     best.json          which checkpoint scored best on trainer.best_metric (core/best.py); kept past keep_last
 
@@ -38,15 +39,13 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
-from . import failpoints
+from . import checksums, failpoints
 from .batches import TrainStream
 from .best import read as read_best
 from .determinism import restore_rng_state
 from .files import (
     delete_later,
-    file_sha256,
     remove_stale_temporaries,
-    sha256_descriptor,
     write_atomic,
     write_json,
     write_text,
@@ -82,7 +81,7 @@ class CheckpointDir:
         self._wait_for_pruning()  # the space the last save freed is free before this one fills it again
         name = f"step_{step:06d}.pt"
         path = self.folder / name
-        helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256")
+        helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checksum")
         hashing: list[Future[str]] = []
 
         def write(out: IO[bytes]) -> None:
@@ -91,7 +90,7 @@ class CheckpointDir:
             # Hashed from the page cache on a thread while write_atomic fsyncs the file, which mostly waits for the
             # disk: the hash then takes no longer than the fsync, not as long again
             # (docs/decisions/0001-checkpoint-hash-while-fsync.md).
-            hashing.append(helper.submit(sha256_descriptor, os.dup(out.fileno())))
+            hashing.append(helper.submit(checksums.of_descriptor, os.dup(out.fileno())))
             failpoints.pause_if_requested("save", step)  # the proof kills the process here, mid-save
 
         # The renames of the checkpoint and of the manifest are made durable by the fsync of the folder that
@@ -185,7 +184,7 @@ class CheckpointDir:
                 except Exception as error:
                     log.warning("checkpoint %s does not load (%s): skipped", checkpoint, str(error)[:80])
                     continue
-                self._rebuilt[checkpoint.name] = file_sha256(checkpoint)
+                self._rebuilt[checkpoint.name] = checksums.of_file(checkpoint)
         return self._rebuilt
 
     def _wait_for_pruning(self) -> None:
@@ -279,8 +278,10 @@ def _problem(path: Path, expected: str | None) -> str | None:
         return "is missing"
     if expected is None:
         return "is not in manifest.json (its save never completed)"
-    if file_sha256(path) != expected:
-        return "fails its sha256 checksum (the file is damaged)"
+    if not checksums.known(expected):
+        return f"has a {checksums.algorithm(expected)} checksum, which this samebits cannot check: update samebits"
+    if not checksums.matches(path, expected):
+        return f"fails its {checksums.algorithm(expected)} checksum (the file is damaged)"
     return None
 
 

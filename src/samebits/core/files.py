@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import mmap
 import os
 import secrets
 import threading
@@ -39,7 +38,7 @@ def write_atomic(path: Path, write: Callable[[IO[bytes]], object], *, sync_folde
     rename is durable once the folder is fsynced, by the caller or by the next write_atomic there without it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(path)
-    # Readable too, for the writer to hash what it wrote (sha256_descriptor); 0o666: the mode of a plain open()
+    # Readable too, for the writer to hash what it wrote (core/checksums.py); 0o666: the mode of a plain open()
     descriptor = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as out:
@@ -98,20 +97,6 @@ def file_sha256(path: Path) -> str | None:
     with path.open("rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()
-
-
-def sha256_descriptor(descriptor: int) -> str:
-    """The SHA-256 of an open file (which this closes), hashed from a memory map: no copy into a buffer, and
-    one call, in which hashlib lets go of the GIL. For a file that no one else writes (a temporary of
-    write_atomic, say): one cut short while mapped would end the process (SIGBUS). Deleting it does not."""
-    digest = hashlib.sha256()
-    try:
-        if os.fstat(descriptor).st_size:  # an empty file cannot be mapped
-            with mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ) as mapped:
-                digest.update(mapped)
-    finally:
-        os.close(descriptor)
     return digest.hexdigest()
 
 
