@@ -102,6 +102,7 @@ def test_pruning_leaves_only_the_kept_files(tmp_path: Path, caplog: pytest.LogCa
     assert sorted(path.name for path in tmp_path.iterdir()) == ["latest", "manifest.json", "step_000300.pt"]
 
 
+@pytest.mark.parametrize("keep_last", [1, 2])
 @pytest.mark.parametrize(
     ("checkpoint_renamed", "manifest_renamed", "latest_renamed"),
     [
@@ -114,18 +115,19 @@ def test_pruning_leaves_only_the_kept_files(tmp_path: Path, caplog: pytest.LogCa
     ],  # fmt: skip
 )
 def test_a_crash_that_kept_some_renames_of_a_save_falls_back(
-    tmp_path: Path, checkpoint_renamed: bool, manifest_renamed: bool, latest_renamed: bool
+    tmp_path: Path, checkpoint_renamed: bool, manifest_renamed: bool, latest_renamed: bool, keep_last: int
 ) -> None:
     """The renames of a save share one fsync of the folder: a crash before it may keep any of them."""
-    directory = checkpoint.CheckpointDir(tmp_path, keep_last=2)
+    directory = checkpoint.CheckpointDir(tmp_path, keep_last=keep_last)
     for step in (100, 200):
         directory.save(state(float(step)), step)
     before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
     directory.save(state(300.0), 300)
     directory.clean()  # waits for the pruned checkpoint to be deleted
     after = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
-    manifest_then = json.loads(after["manifest.json"])  # as the first manifest write of the save left it
-    manifest_then["step_000100.pt"] = json.loads(before["manifest.json"])["step_000100.pt"]
+    # As the save's first manifest write left it: what it keeps, and the checkpoint `latest` named until then.
+    manifest_then = {**json.loads(after["manifest.json"]), "step_000200.pt": json.loads(before["manifest.json"])[
+        "step_000200.pt"]}  # fmt: skip
     for path in tmp_path.iterdir():
         path.unlink()
     left = {**before, **({"step_000300.pt": after["step_000300.pt"]} if checkpoint_renamed else {})}
@@ -133,9 +135,10 @@ def test_a_crash_that_kept_some_renames_of_a_save_falls_back(
     left |= {"latest": after["latest"]} if latest_renamed else {}
     for name, data in left.items():
         (tmp_path / name).write_bytes(data)
-    restarted = checkpoint.CheckpointDir(tmp_path, keep_last=2)
+    restarted = checkpoint.CheckpointDir(tmp_path, keep_last=keep_last)
     restarted.clean()
     assert restarted.load_latest()["step"] == 200
     restarted.save(state(300.0), 300)  # and the run goes on from there
-    assert sorted(json.loads((tmp_path / "manifest.json").read_text())) == ["step_000200.pt", "step_000300.pt"]
+    expected = ["step_000200.pt", "step_000300.pt"][-keep_last:]
+    assert sorted(json.loads((tmp_path / "manifest.json").read_text())) == expected
     assert restarted.load_latest()["step"] == 300

@@ -107,15 +107,21 @@ class CheckpointDir:
         finally:
             helper.shutdown()
         manifest = {**self._manifest(), name: digest}
-        write_json(self.folder / "manifest.json", manifest, sync_folder=False)
-        write_text(self.folder / "latest", name)
-        # Only now that `latest` names the new file may others go: the oldest, and any left from steps after
-        # this one by an attempt that was later rolled back to an earlier checkpoint. The best one stays.
+        # Kept: the newest keep_last up to this step (any after it were left by an attempt that was later rolled
+        # back to an earlier checkpoint), and the best one. The manifest is written once, already without what this
+        # save prunes, except the checkpoint `latest` names until it is rewritten: a crash in between must still
+        # find it. That one is outside `kept` only with keep_last=1, which then takes a second write.
         kept = sorted((n for n in manifest if _step(n) <= step), key=_step)[-self.keep_last :]
         if (best := read_best(self.folder)) and best["checkpoint"] in manifest and _step(best["checkpoint"]) <= step:
             kept = sorted({*kept, best["checkpoint"]}, key=_step)
-        write_json(self.folder / "manifest.json", {key: manifest[key] for key in kept})
+        previous = self._named_latest()
+        written = kept if previous not in manifest else sorted({*kept, previous}, key=_step)
+        write_json(self.folder / "manifest.json", {key: manifest[key] for key in written}, sync_folder=False)
+        write_text(self.folder / "latest", name)
+        if written != kept:
+            write_json(self.folder / "manifest.json", {key: manifest[key] for key in kept})
         self._rebuilt = None
+        # Only now that `latest` names the new file may the others go.
         self._pruning = delete_later([self.folder / old for old in set(manifest) - set(kept)])
         return path
 
@@ -151,10 +157,14 @@ class CheckpointDir:
         name = self.find_latest()
         return None if name is None else self.load(name)
 
+    def _named_latest(self) -> str | None:
+        latest_file = self.folder / "latest"
+        return latest_file.read_text(errors="replace").strip() if latest_file.exists() else None
+
     def _candidates(self, manifest: dict[str, str]) -> list[str]:
         """`latest` first, then older complete checkpoints, newest first."""
         latest_file = self.folder / "latest"
-        latest = latest_file.read_text(errors="replace").strip() if latest_file.exists() else None
+        latest = self._named_latest()
         if latest is None and manifest:  # deleted, or a save was killed just before writing it
             log.warning("%s is missing: using the newest checkpoint in the manifest", latest_file)
         elif latest is not None and not NAME.fullmatch(latest):
