@@ -1,6 +1,6 @@
 """Checkpoint cost: the project's checkpoint module against the least a durable save can cost.
 
-A save by the module (atomic write, fsync, sha256 manifest, pruning to `keep_last`) is timed against `torch.save`
+A save by the module (atomic write, fsync, checksum manifest, pruning to `keep_last`) is timed against `torch.save`
 of the same state into a file plus one fsync of that file: without the fsync a save is not durable, so that is the
 floor. Loading the latest checkpoint, its checksum verified as a resume does, is timed against `torch.load` of the
 same file. The state is float32 tensors in a dict, as a model's and optimizer's state are; the page cache is warm

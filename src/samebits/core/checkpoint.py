@@ -154,8 +154,32 @@ class CheckpointDir:
         return name
 
     def load_latest(self) -> dict[str, Any] | None:
-        name = self.find_latest()
-        return None if name is None else self.load(name)
+        found = self.find_and_load_latest()
+        return None if found is None else found[1]
+
+    def find_and_load_latest(self) -> tuple[str, dict[str, Any]] | None:
+        """The newest checkpoint that passes its checksum, and what it holds. Each candidate is loaded while its
+        checksum is taken on a thread, so that a resume reads the file about once; what a file that then fails
+        its checksum held is dropped, never returned."""
+        manifest = self._manifest()
+        for name in self._candidates(manifest):
+            path, expected = self.folder / name, manifest.get(name)
+            if (problem := _presence_problem(path, expected)) is None:
+                assert expected is not None
+                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="checksum") as helper:
+                    checking = helper.submit(checksums.matches, path, expected)
+                    try:
+                        state, error = self.load(name), None
+                    except CheckpointUnreadable as unreadable:
+                        state, error = None, unreadable
+                    intact = checking.result()
+                if intact and error is not None:
+                    raise error
+                if intact and state is not None:
+                    return name, state
+                problem = _checksum_failed(expected)
+            log.warning("checkpoint %s %s: falling back to the one before it", path, problem)
+        return None
 
     def _named_latest(self) -> str | None:
         latest_file = self.folder / "latest"
@@ -284,15 +308,25 @@ def restore(
 
 
 def _problem(path: Path, expected: str | None) -> str | None:
+    if (problem := _presence_problem(path, expected)) is not None:
+        return problem
+    assert expected is not None
+    return None if checksums.matches(path, expected) else _checksum_failed(expected)
+
+
+def _presence_problem(path: Path, expected: str | None) -> str | None:
+    """What keeps a checkpoint from being checked at all."""
     if not path.exists():
         return "is missing"
     if expected is None:
         return "is not in manifest.json (its save never completed)"
     if not checksums.known(expected):
         return f"has a {checksums.algorithm(expected)} checksum, which this samebits cannot check: update samebits"
-    if not checksums.matches(path, expected):
-        return f"fails its {checksums.algorithm(expected)} checksum (the file is damaged)"
     return None
+
+
+def _checksum_failed(expected: str) -> str:
+    return f"fails its {checksums.algorithm(expected)} checksum (the file is damaged)"
 
 
 def _step(name: str) -> int:

@@ -54,12 +54,21 @@ def resume_latest(
     """Restore the latest valid checkpoint of the run, if it has one (rank 0 finds it, every rank loads it); return
     its step, or 0 for a fresh run. A checkpoint of another config, commit or lock is refused in one line each."""
     context = run.context
+    found, unreadable = None, None
     if context.is_main:
         folder.clean()
-    if (name := distributed.from_main(context, folder.find_latest() if context.is_main else None)) is None:
-        return 0
+        try:
+            found = folder.find_and_load_latest()  # checked and loaded at once
+        except CheckpointUnreadable as error:
+            unreadable = str(error)
+    # Every rank learns rank 0's outcome before any of them raises: a rank left waiting would hang the job.
+    name, unreadable = distributed.from_main(context, (found and found[0], unreadable))
     try:
-        saved = folder.load(name)
+        if unreadable:
+            raise CheckpointUnreadable(unreadable)
+        if name is None:
+            return 0
+        saved = found[1] if found else folder.load(name)
     except CheckpointUnreadable as error:
         raise UsageError(
             f"{error}: resume with the code and lock that wrote it (see its run's config and provenance)"
