@@ -3,8 +3,8 @@ point and its sweep check, the launcher, the proof, the tests) composes it here,
 the registered schemas: the trainer's and paths' settings (core/config.py), each tracker's (tracking/settings.py)
 and the project's research components' (research/schemas.py).
 
-The run-name resolver (core/naming.py) composes the experiment's own config from inside a composition; it calls
-Hydra's `compose` directly, within the search path set up here.
+The run-name resolver (core/naming.py) composes the experiment's own config from inside a composition, within the
+search path set up here; both compose through `core.config.compose_train`.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
-from .core.config import PathsConfig, TrainerConfig
+from .core.config import PathsConfig, TrainerConfig, compose_train
 from .project import current
 from .tracking.settings import LoggerConfig
 
@@ -64,7 +64,7 @@ def composed(overrides: list[str], *, resolve: bool = True, stay_initialized: bo
     GlobalHydra.instance().clear()
     initialize_config_dir(config_dir=config_dir(), version_base="1.3")
     try:
-        cfg = compose(config_name="train", overrides=overrides, return_hydra_config=True)
+        cfg = compose_train(overrides)
         HydraConfig.instance().set_config(cfg)
         with open_dict(cfg):
             del cfg["hydra"]

@@ -28,7 +28,8 @@ from .core import (
 )
 from .core.batches import TrainStream, evaluation_batches
 from .core.best import BestTracker
-from .core.checkpoint import CheckpointDir, Origin
+from .core.checkpoint import CheckpointDir
+from .core.checkpoint_contents import Origin
 from .core.checkpointer import Checkpointer, TrainingState, resume_latest
 from .core.compiling import compiled
 from .core.config import identity

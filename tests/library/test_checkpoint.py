@@ -15,6 +15,7 @@ import pytest
 import torch
 
 checkpoint = import_module("samebits.core.checkpoint")
+contents = import_module("samebits.core.checkpoint_contents")
 files = import_module("samebits.core.files")
 
 
@@ -132,17 +133,17 @@ def test_a_durable_write_gets_the_mode_a_plain_open_would(tmp_path: Path, umask:
 
 def test_resuming_with_another_config_commit_lock_or_world_size_is_refused_in_one_line() -> None:
     checkpointed = {**state(1.0), "step": 300}
-    same = checkpoint.Origin(**ORIGIN)
-    assert checkpoint.resume_problems(checkpointed, same, world_size=1, allow_code_change=False) == []
+    same = contents.Origin(**ORIGIN)
+    assert contents.resume_problems(checkpointed, same, world_size=1, allow_code_change=False) == []
 
-    other_config = checkpoint.Origin(**{**ORIGIN, "config_sha256": "d" * 64})
-    (changed,) = checkpoint.resume_problems(checkpointed, other_config, 1, allow_code_change=False)
+    other_config = contents.Origin(**{**ORIGIN, "config_sha256": "d" * 64})
+    (changed,) = contents.resume_problems(checkpointed, other_config, 1, allow_code_change=False)
     assert changed.startswith("the checkpoint at step 300 was made with config cccccccccccc, not with this config")
     # New code may add or retire a setting (the run folder's claim compares the shared ones by value)
-    assert checkpoint.resume_problems(checkpointed, other_config, 1, allow_code_change=True) == []
+    assert contents.resume_problems(checkpointed, other_config, 1, allow_code_change=True) == []
 
-    other_code = checkpoint.Origin(**{**ORIGIN, "commit": "b" * 40, "uv_lock_sha256": "m" * 64})
-    commit, lock = checkpoint.resume_problems(checkpointed, other_code, world_size=1, allow_code_change=False)
+    other_code = contents.Origin(**{**ORIGIN, "commit": "b" * 40, "uv_lock_sha256": "m" * 64})
+    commit, lock = contents.resume_problems(checkpointed, other_code, world_size=1, allow_code_change=False)
     assert commit.startswith(
         "the checkpoint at step 300 was made by commit aaaaaaaaaaaa, not by this commit bbbbbbbbbbbb"
     )
@@ -150,9 +151,9 @@ def test_resuming_with_another_config_commit_lock_or_world_size_is_refused_in_on
         "the checkpoint at step 300 was made by uv.lock llllllllllll, not by this uv.lock mmmmmmmmmmmm"
     )
     assert "trainer.allow_code_change=true" in commit
-    assert checkpoint.resume_problems(checkpointed, other_code, 1, allow_code_change=True) == []
+    assert contents.resume_problems(checkpointed, other_code, 1, allow_code_change=True) == []
 
-    (ranks,) = checkpoint.resume_problems(checkpointed, same, world_size=2, allow_code_change=False)
+    (ranks,) = contents.resume_problems(checkpointed, same, world_size=2, allow_code_change=False)
     assert ranks == "the checkpoint was made by 1 processes, not 2: resume with as many"
 
 

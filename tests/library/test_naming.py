@@ -107,12 +107,12 @@ def test_naming_a_run_composes_its_experiment_once(monkeypatch: pytest.MonkeyPat
     """The experiment's own config is composed once per name, not again from inside that composition."""
     calls: list[list[str]] = []
 
-    def counted(*args: object, **kwargs: object) -> object:
-        calls.append(list(kwargs.get("overrides", [])))  # type: ignore[arg-type]
-        return compose(*args, **kwargs)
+    def counted(overrides: list[str]) -> object:
+        calls.append(list(overrides))
+        return compose_train(overrides)
 
-    compose = naming.compose
-    monkeypatch.setattr(naming, "compose", counted)
+    compose_train = naming.compose_train
+    monkeypatch.setattr(naming, "compose_train", counted)
     monkeypatch.setattr(HydraConfig.instance(), "cfg", None)  # as in a new process: no earlier test's run
     naming._experiment_config.cache_clear()
     assert re.fullmatch(r"wide_mlp__seed4__[0-9a-f]{8}", name("experiment=wide_mlp", "seed=4"))

@@ -20,6 +20,7 @@ from torch import nn
 from library.helpers.project import PACKAGE
 
 checkpoint = import_module("samebits.core.checkpoint")
+contents = import_module("samebits.core.checkpoint_contents")
 determinism = import_module("samebits.core.determinism")
 hashing = import_module("samebits.core.hashing")
 precision = import_module("samebits.core.precision")
@@ -31,7 +32,7 @@ classification = import_module(f"{PACKAGE}.research.objectives.classification")
 schedules = import_module(f"{PACKAGE}.research.schedules")
 
 CPU = torch.device("cpu")
-ORIGIN = checkpoint.Origin("c" * 64, "a" * 40, "l" * 64)
+ORIGIN = contents.Origin("c" * 64, "a" * 40, "l" * 64)
 
 
 class Parts:
@@ -59,7 +60,7 @@ class Parts:
     def state(self) -> dict[str, Any]:
         rng = [determinism.capture_rng_state(CPU)]
         parts = (self.model, self.optimizer, self.scheduler, self.precision, self.stream)
-        return checkpoint.snapshot(*parts, rng, ORIGIN)
+        return contents.snapshot(*parts, rng, ORIGIN)
 
 
 def assert_same(left: Any, right: Any, where: str = "") -> None:
@@ -94,7 +95,7 @@ def test_sixty_steps_equal_thirty_then_a_resume_then_thirty(
     resumed = Parts(data_dir, window, mixed)
     state = saved.load_latest()
     parts = (resumed.model, resumed.optimizer, resumed.scheduler, resumed.precision, resumed.stream)
-    assert checkpoint.restore(state, *parts, 0, CPU) == 30
+    assert contents.restore(state, *parts, 0, CPU) == 30
     assert state["data"] == {"epoch": 30 * window // 22, "batch": 30 * window % 22}  # a window's every batch
     resumed_losses = resumed.steps(30)
 

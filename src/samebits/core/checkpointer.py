@@ -22,7 +22,8 @@ from torch.optim.lr_scheduler import LRScheduler
 from . import distributed
 from .batches import TrainStream
 from .best import BestTracker
-from .checkpoint import CheckpointDir, CheckpointUnreadable, Origin, restore, resume_problems, snapshot
+from .checkpoint import CheckpointDir, CheckpointUnreadable
+from .checkpoint_contents import Origin, restore, resume_problems, snapshot
 from .determinism import capture_rng_state
 from .divergence import DivergenceWatch
 from .errors import UsageError

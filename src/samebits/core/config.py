@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from hydra import compose
 from omegaconf import DictConfig, OmegaConf
 
 from ..project import current
@@ -121,3 +122,9 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def compose_train(overrides: list[str]) -> DictConfig:
+    """Hydra's composition of the project's `train` config with `overrides`, its `hydra` node included, within the
+    search path already set up (composition.py sets it up; the run-name resolver composes inside it)."""
+    return compose(config_name="train", overrides=overrides, return_hydra_config=True)

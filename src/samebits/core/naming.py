@@ -19,11 +19,10 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
-from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from .config import flatten, identity
+from .config import compose_train, flatten, identity
 from .hashing import config_sha256
 
 MAX_SUMMARY_CHARS = 80
@@ -90,7 +89,7 @@ def _experiment_config(experiment: str | None) -> tuple[dict[str, Any], dict[str
     overrides = [f"experiment={experiment}"] if experiment else []
     composing = _COMPOSING_EXPERIMENT.set(True)
     try:
-        cfg = compose(config_name="train", overrides=overrides, return_hydra_config=True)
+        cfg = compose_train(overrides)
     finally:
         _COMPOSING_EXPERIMENT.reset(composing)
     return identity(cfg), dict(cfg.hydra.runtime.choices), followed(cfg)
