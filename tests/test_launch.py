@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import signal
 import sqlite3
@@ -108,7 +109,8 @@ def test_four_launchers_at_once_submit_each_run_once(pushed: dict[str, Path]) ->
     assert len(run_dirs) == 10
     wait_until(lambda: all(state(run_dir) == "finished" for run_dir in run_dirs), "10 finished runs")
     for run_dir in run_dirs:
-        assert json.loads((run_dir / "launch.json").read_text())["launches"] == 1
+        record = json.loads((run_dir / "launch.json").read_text())
+        assert record["launches"] == 1 and record["user"] == pwd.getpwuid(os.getuid()).pw_name  # who launched it
         assert not (run_dir / "attempts.jsonl").exists()  # trained in one attempt: never started twice
         assert metric_steps(run_dir) == list(range(10, 41, 10))
     again = launch(pushed, "concurrent", "--", *sweep)

@@ -24,6 +24,7 @@ from library.helpers.project import PACKAGE, ROOT
 specs = import_module("samebits.launch.specs")
 plan = import_module("samebits.launch.plan")
 observe = import_module("samebits.launch.observe")
+records = import_module("samebits.launch.records")
 sweep = import_module("samebits.core.sweep")
 composition = import_module("samebits.composition")
 run_folder = import_module("samebits.core.run_folder")
@@ -142,6 +143,22 @@ def seen(state: str, **extra: object) -> object:
 def test_the_plan_follows_the_state(state: str, extra: dict, action: str) -> None:
     assert plan.decide(seen(state, **extra))[0] == action
     assert plan.decide(None) == ("NEW", "new", False)
+
+
+@pytest.mark.parametrize("state", ["preempted", "lost", "failed"])
+def test_a_run_someone_else_launched_is_relaunched_only_with_force(state: str) -> None:
+    """In a shared runs folder, their job may be alive where our squeue cannot see it (Slurm's PrivateData)."""
+    theirs = seen(state, step=20, record={"backend": "slurm", "job_id": "7_1", "user": "someone-else"}, live=False)
+    action, why, _ = plan.decide(theirs)
+    assert (action, why) == ("SKIP", f"{state}: someone else's (launched by someone-else): --force relaunches it")
+    assert plan.decide(theirs, force=True)[0] == "RELAUNCH"
+    ours = seen(state, step=20, record={"backend": "slurm", "job_id": "7_1", "user": records.this_user()}, live=False)
+    assert plan.decide(ours)[0] == "RELAUNCH"
+
+
+def test_squeue_is_asked_for_the_jobs_of_everyone_who_launched_a_run_here() -> None:
+    slurm = import_module("samebits.launch.backends.slurm")
+    assert slurm.squeue_command({"bob", "alice"})[-1] == "--user=alice,bob"
 
 
 def test_retry_failed_submits_no_new_run_and_force_starts_over() -> None:

@@ -143,6 +143,7 @@ def _submit(taken: list[tuple[Step, records.Lease]], backend: str, limit: int | 
                 lease,
                 {
                     "backend": backend,
+                    "user": records.this_user(),
                     "repo": repo,
                     "commit": commit,
                     "run_name": step.spec.name,

@@ -8,6 +8,8 @@
 
 With --retry-failed, only runs that were launched before are relaunched: no NEW run is submitted. With --force,
 failed and finished runs start over in a fresh folder; the old folder is kept, renamed `<run>.replaced-<time>`.
+A run that another user launched into a shared runs folder is never relaunched without --force: its job may be
+alive where this user's scheduler queries cannot see it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Literal, get_args
 
 from ..core.states import BUSY, RESUMABLE, SETTLED
 from .observe import Observed
+from .records import launched_by_someone_else
 from .specs import RunSpec
 
 Action = Literal["NEW", "RELAUNCH", "SKIP"]
@@ -46,6 +49,8 @@ def decide(seen: Observed | None, retry_failed: bool = False, force: bool = Fals
         return SKIP, state + (f" (job {seen.job_id})" if seen.job_id else ""), False
     if state == "finished":
         return (RELAUNCH, "finished: --force starts it over", True) if force else (SKIP, "finished", False)
+    if (owner := launched_by_someone_else(record)) and not force and (state == "failed" or state in RESUMABLE):
+        return SKIP, f"{state}: someone else's (launched by {owner}): --force relaunches it", False
     if state == "failed":
         why = seen.reason or "no reason recorded"
         return RELAUNCH, f"failed{': --force starts it over' if force else ''} ({why})", force

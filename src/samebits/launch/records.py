@@ -1,8 +1,8 @@
 """What launchers know of a run: its launch record and its lease, both in the run folder.
 
 - `launch.json`, the launch record, is written only by launchers (never by training): how the run was last
-  submitted (backend, job id, commit, overrides) and, for the local backend, whether it waits in the queue or
-  how its job ended.
+  submitted (backend, job id, commit, overrides), by which user (runs folders may be shared) and, for the local
+  backend, whether it waits in the queue or how its job ended.
 - `launch.lock`, the lease, is an exclusive `flock` that a launcher holds while it decides about a run and
   submits it, and that a local job holds while it runs. A launcher that finds the lease taken leaves the run to
   its holder, so concurrent launchers submit each run once. The kernel releases a lease when its holder dies.
@@ -15,12 +15,28 @@ Both live beside `run.lock`, which the training process holds: the last line of 
 from __future__ import annotations
 
 import os
+import pwd
 from pathlib import Path
 from typing import Any
 
 from ..core.files import read_json_object, write_json
 from ..core.locks import try_exclusive
 from ..core.run_files import RunFiles
+
+
+def this_user() -> str:
+    """The user a launch record names: the name of this process's uid (not $USER, which may be anyone's), as
+    Slurm's `--user` takes it; the uid itself where it has no name."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def launched_by_someone_else(record: dict[str, Any]) -> str | None:
+    """The user who launched the run, when that is not this user (records from before this field are ours)."""
+    user = record.get("user")
+    return str(user) if user and user != this_user() else None
 
 
 def read(run_dir: Path) -> dict[str, Any] | None:

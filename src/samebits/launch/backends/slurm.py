@@ -9,7 +9,6 @@ time limit, exits 75, and job.sh requeues the task) and `--open-mode=append` (a 
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import subprocess
@@ -97,6 +96,7 @@ class SlurmJobs:
     def __init__(self) -> None:
         self._jobs: dict[str, str] | None = None
         self._asked_at: str | None = None
+        self._users = {records.this_user()}  # whose jobs squeue is asked for: ours, and those of shared runs
 
     def check(self) -> None:
         check_available()
@@ -111,6 +111,9 @@ class SlurmJobs:
             print(f"submitted {len(group)} run(s) of {tag} as Slurm job array {array} (tasks {array}_0{last})")
 
     def is_live(self, record: dict[str, Any]) -> bool | None:
+        if (user := records.launched_by_someone_else(record)) and user not in self._users:
+            self._users.add(user)
+            self._asked_at = None  # ask again, for their jobs too
         jobs = self._live_jobs()
         if jobs is not None and record.get("job_id") not in jobs and record.get("submitted_at", "") >= self._asked_at:
             self._asked_at = None  # submitted by another launcher since squeue was asked: ask again
@@ -120,7 +123,7 @@ class SlurmJobs:
     def _live_jobs(self) -> dict[str, str] | None:
         """Job id -> state of every job Slurm still knows as queued or running, array tasks one by one."""
         if self._asked_at is None:
-            self._asked_at, self._jobs = utc_now(), _squeue()
+            self._asked_at, self._jobs = utc_now(), _squeue(self._users)
         return self._jobs
 
 
@@ -128,10 +131,14 @@ def backend() -> Backend:
     return SlurmJobs()
 
 
-def _squeue() -> dict[str, str] | None:
+def squeue_command(users: set[str]) -> list[str]:
+    return ["squeue", "--noheader", "--array", "--format=%i|%T", f"--user={','.join(sorted(users))}"]
+
+
+def _squeue(users: set[str]) -> dict[str, str] | None:
     if shutil.which("squeue") is None:
         return None
-    command = ["squeue", "--noheader", "--array", "--format=%i|%T", f"--user={os.getuid()}"]
+    command = squeue_command(users)
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     except subprocess.TimeoutExpired:
