@@ -198,6 +198,31 @@ def test_a_local_job_killed_with_its_whole_group_is_relaunched_and_resumes(
     assert "nothing to submit" in final.stdout
 
 
+def test_sigterm_to_a_local_job_is_forwarded_saves_shows_preempted_and_resumes(
+    pushed: dict[str, Path], twins: Path
+) -> None:
+    """A signal to the local job itself (launch/local_job.py), as a user's `kill` or a shutdown sends it: it reaches
+    training, which saves and exits 75; the job records that code; a relaunch resumes with the twin's bits."""
+    marker = pushed["root"] / "paused-sigterm"
+    pausing = {**os.environ, "REPRODUCIBILITY_PAUSE": "step:20", "REPRODUCIBILITY_PAUSE_MARKER": str(marker)}
+    first = launch(pushed, "sigterm", "--", *SHORT, *QUIET, "seed=1", env=pausing)
+    (target,) = plan_rows(first.stdout)
+    run_dir = pushed["root"] / "sigterm" / target
+    wait_until(marker.exists, "the run to pause at step 20")
+    job = int(json.loads((run_dir / "launch.json").read_text())["job_id"].rpartition(":")[2])
+    os.kill(job, signal.SIGTERM)  # the job alone, not its process group: the job must forward it
+
+    def ended() -> bool:
+        return json.loads((run_dir / "launch.json").read_text()).get("state") == "ended"
+
+    wait_until(ended, "the local job to record how it ended", timeout=120)
+    assert json.loads((run_dir / "launch.json").read_text())["exit_code"] == 75
+    assert status_rows(pushed, "sigterm")[target][1:3] == ["preempted", "20/40"]
+    again = launch(pushed, "sigterm", "--", *SHORT, *QUIET, "seed=1")
+    assert plan_rows(again.stdout)[target] == "RELAUNCH" and "preempted: resumes from step 20" in again.stdout
+    assert_equal_to_twins([run_dir], twins)
+
+
 def test_every_process_of_a_sweep_killed_at_once_is_relaunched_and_resumes(
     pushed: dict[str, Path], twins: Path
 ) -> None:
