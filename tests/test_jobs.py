@@ -119,6 +119,45 @@ def test_job_forwards_sigterm_and_passes_the_requeue_code_through(pushed: dict) 
     assert (status["state"], status["step"]) == ("preempted", 20)
 
 
+def network_namespaces() -> bool:
+    """Whether this machine lets the tests start a process with no network at all (`unshare -n`: root, Linux)."""
+    if shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False).returncode == 0
+
+
+def test_a_job_on_a_node_without_network_fetches_nothing(pushed: dict) -> None:
+    """Compute nodes often reach no git server and no package index. `job.sh --prepare`, which `launch --backend
+    slurm` runs on the login node, leaves a checkout that a job runs with no network at all (`unshare -n`) and its
+    remote gone. A commit never prepared still installs from uv's cache: an online `uv sync --frozen` asked the
+    index for the project's build backend even with every wheel cached, and failed there."""
+    if not network_namespaces():
+        if os.environ.get("TEMPLATE_FULL_SUITE") == "1":
+            pytest.fail("unshare -n is not allowed here, but TEMPLATE_FULL_SUITE=1 (see .ci/run)")
+        pytest.skip("unshare -n (a process without network) is not allowed here")
+    cache = pushed["root"] / "offline-cache"  # nothing prepared by the other tests
+    env = {**os.environ, "RUNS_DIR": str(pushed["root"] / "offline"), "JOB_CACHE": str(cache)}
+    script = str(pushed["project"] / "jobs" / "job.sh")
+    prepared = subprocess.run([script, pushed["remote"], pushed["b"], "--prepare"], env=env, capture_output=True,
+                              text=True, timeout=900)  # fmt: skip
+    assert prepared.returncode == 0 and f"{pushed['b']} prepared in" in prepared.stderr, prepared.stderr[-3000:]
+    assert (cache / "checkouts" / f"{pushed['b']}.ready").exists()
+    assert not (pushed["root"] / "offline").exists()  # prepared, not trained
+
+    remote, away = Path(pushed["remote"]), Path(pushed["remote"] + ".away")
+    remote.rename(away)
+    try:
+        offline = ["unshare", "-n", script, pushed["remote"], pushed["b"], "offline-b", *SHORT]
+        done = subprocess.run(offline, env=env, capture_output=True, text=True, timeout=900)
+    finally:
+        away.rename(remote)
+    assert done.returncode == 0, done.stderr[-3000:]
+    unprepared = ["unshare", "-n", script, pushed["remote"], pushed["a"], "offline-a", *SHORT]
+    done = subprocess.run(unprepared, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert recorded(pushed, "offline", "offline-a")[0]["git"]["commit"] == pushed["a"]
+
+
 @pytest.mark.parametrize(
     ("commit", "message"),
     [

@@ -321,6 +321,8 @@ def test_a_slurm_sweep_survives_requeue_and_relaunches_only_what_failed(
     pausing = {**cluster.environment, "REPRODUCIBILITY_PAUSE": "step:20", "REPRODUCIBILITY_PAUSE_MARKER": str(marker)}
     first = launch(pushed, "slurm", "--backend", "slurm", "--", *SHORT, *QUIET, "seed=0", "optim.lr=1e-3", env=pausing)
     assert "submitted 1 run(s) of dev as Slurm job array" in first.stdout
+    assert f"preparing {launch_commit[:12]} in {pushed['root'] / 'cache'} for the compute nodes" in first.stdout
+    assert (pushed["root"] / "cache" / "checkouts" / f"{launch_commit}.ready").exists()  # before any job ran
     (target,) = plan_rows(first.stdout)
     whole = launch(pushed, "slurm", "--backend", "slurm", "--", *sweep, env=cluster.environment)
     rows = plan_rows(whole.stdout)

@@ -5,10 +5,15 @@ Each array task runs jobs/job.sh at the launch commit, reading its run name and 
 arguments, so a requeued task runs its launch commit even after main has moved on. The array is submitted with
 `--requeue` (a failed node puts the task back in the queue), `--signal=B:USR2@<grace>` (training saves before the
 time limit, exits 75, and job.sh requeues the task) and `--open-mode=append` (a requeued task adds to its log).
+
+Before it submits, the launcher prepares each commit's checkout, submodules and environment in JOB_CACHE
+(`job.sh REPO COMMIT --prepare`), here, where the network is: compute nodes often reach no git server and no
+package index, and the jobs then find all they need on the shared filesystem.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
@@ -50,6 +55,17 @@ def settings() -> dict[str, Any]:
 def check_available() -> None:
     if shutil.which("sbatch") is None or shutil.which("squeue") is None:
         raise UsageError("sbatch and squeue are not on PATH: launch from a Slurm login node, or use --backend local")
+
+
+def prepare(repo: str, commit: str, environment: dict[str, str]) -> None:
+    """Make the checkout of `commit` and its environment in the jobs' cache, as the jobs will look for it."""
+    cache = environment.get("JOB_CACHE") or "the jobs' cache (~/.cache)"
+    print(f"preparing {commit[:12]} in {cache} for the compute nodes", flush=True)
+    command = [str(current().job_script), repo, commit, "--prepare"]
+    done = subprocess.run(command, env=os.environ | environment, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
+        raise UsageError(f"preparing {commit[:12]} for the jobs failed, nothing was submitted: {lines[-1]}")
 
 
 def submit(specs: Sequence[RunSpec], taken: Sequence[tuple[records.Lease, dict[str, Any]]], limit: int | None) -> str:
@@ -103,7 +119,10 @@ class SlurmJobs:
         settings()  # a mistake in configs/launcher/slurm.yaml stops the launch before any planning
 
     def submit(self, planned: Sequence[Planned], limit: int | None) -> None:
-        """One job array per main tag and commit."""
+        """One job array per main tag and commit, each commit prepared first."""
+        for repo, commit in dict.fromkeys((run.record["repo"], run.record["commit"]) for run in planned):
+            environment = next(run.record["environment"] for run in planned if run.record["commit"] == commit)
+            prepare(repo, commit, environment)
         for tag, commit in dict.fromkeys((run.spec.main_tag, run.record["commit"]) for run in planned):
             group = [run for run in planned if (run.spec.main_tag, run.record["commit"]) == (tag, commit)]
             array = submit([run.spec for run in group], [(run.lease, run.record) for run in group], limit)
