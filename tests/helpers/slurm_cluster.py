@@ -72,11 +72,7 @@ def start(folder: Path) -> Cluster:
     environment = {**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}
     cluster = Cluster(folder, environment)
     try:
-        if not _munge_answers():
-            MUNGE_SOCKET.parent.mkdir(parents=True, exist_ok=True)
-            shutil.chown(MUNGE_SOCKET.parent, "munge", "munge")
-            cluster.processes.append(_daemon(["runuser", "-u", "munge", "--", "munged", "--foreground"], environment))
-            _wait(_munge_answers, "munged did not answer")
+        start_munged(cluster)
         for daemon in (["slurmctld", "-D", "-i"], ["slurmd", "-D"]):
             cluster.processes.append(_daemon(daemon, environment))
         _wait(lambda: _node_idle(cluster), "the node did not become idle")
@@ -84,6 +80,16 @@ def start(folder: Path) -> Cluster:
         cluster.stop()
         raise Unavailable(f"{error}\n{cluster.logs()}") from None
     return cluster
+
+
+def start_munged(cluster: Cluster) -> None:
+    """Use a munged that answers; else start one as a daemon of `cluster`, which stops it."""
+    if not _munge_answers():
+        MUNGE_SOCKET.parent.mkdir(parents=True, exist_ok=True)
+        shutil.chown(MUNGE_SOCKET.parent, "munge", "munge")
+        command = ["runuser", "-u", "munge", "--", "munged", "--foreground"]
+        cluster.processes.append(_daemon(command, cluster.environment))
+        _wait(_munge_answers, "munged did not answer")
 
 
 def _config(folder: Path, host: str, node: str) -> str:
