@@ -1,6 +1,7 @@
 """Beyond one node: a Slurm cluster of two nodes, each a network namespace that reaches no package index and no git
 server (helpers/slurm_nodes.py). `launch --backend slurm` prepares the commit on the login node (this machine), so
-the jobs fetch nothing; a run on 2 nodes x 1 process ends with the same bits as 2 processes on one machine."""
+the jobs fetch nothing. A run on 2 nodes x 1 process ends with the same bits as 2 processes on one machine, and so
+does one preempted mid-run by a job of a higher-priority partition, each step logged once."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -53,38 +54,82 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"root": root, "project": project, "remote": remote}
 
 
-def finished(run_dir: Path) -> bool:
+def state(run_dir: Path) -> str | None:
     try:
-        return json.loads((run_dir / "status.json").read_text())["state"] == "finished"
+        return json.loads((run_dir / "status.json").read_text())["state"]
     except (OSError, ValueError, KeyError):
-        return False
+        return None
+
+
+def wait_until(ready: Callable[[], bool], what: str, nodes: slurm_nodes.Nodes, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{nodes.logs()}"
+        time.sleep(1)
+
+
+def launch(project: dict[str, Path], nodes: slurm_nodes.Nodes, runs: str, **extra: str) -> Path:
+    """Launch SHORT onto both nodes; the run's folder."""
+    env = {**nodes.environment, "RUNS_DIR": str(project["root"] / runs), "JOB_CACHE": str(project["root"] / "cache")}
+    command = ["uv", "run", "--frozen", "--no-sync", DEFAULT_PACKAGE, "launch", "--backend", "slurm", "--", *SHORT]
+    done = subprocess.run(command, cwd=project["project"], env=env | extra, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "preparing " in done.stdout and "submitted 1 run(s)" in done.stdout, done.stdout
+    (run_dir,) = (project["root"] / runs / "dev").iterdir()
+    return run_dir
+
+
+def twin_params(project: dict[str, Path], name: str) -> str:
+    """The run `name` trained by 2 processes on this machine, through the same job script (once per module)."""
+    summary = project["root"] / "twin" / "dev" / name / "summary.json"
+    if not summary.exists():
+        env = {**os.environ, "RUNS_DIR": str(project["root"] / "twin"), "JOB_CACHE": str(project["root"] / "cache"),
+               "NPROC_PER_NODE": "2"}  # fmt: skip
+        commit = git(project["project"], "rev-parse", "HEAD")
+        job = [str(project["project"] / "jobs" / "job.sh"), str(project["remote"]), commit, name, *SHORT]
+        done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(summary.read_text())["params_sha256"]
+
+
+def logged_steps(run_dir: Path) -> list[int]:
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [row["step"] for row in rows if "train/loss" in row]
 
 
 def test_a_run_on_two_nodes_without_network_equals_two_processes_on_one_machine(
     project: dict[str, Path], nodes: slurm_nodes.Nodes
 ) -> None:
-    env = {**nodes.environment, "RUNS_DIR": str(project["root"] / "runs"), "JOB_CACHE": str(project["root"] / "cache")}
-    command = ["uv", "run", "--frozen", "--no-sync", DEFAULT_PACKAGE, "launch", "--backend", "slurm", "--", *SHORT]
-    launched = subprocess.run(command, cwd=project["project"], env=env, capture_output=True, text=True, timeout=900)
-    assert launched.returncode == 0, launched.stdout[-3000:] + launched.stderr[-3000:]
-    assert "preparing " in launched.stdout and "submitted 1 run(s)" in launched.stdout, launched.stdout
-    (run_dir,) = (project["root"] / "runs" / "dev").iterdir()
-    deadline = time.monotonic() + 600
-    while not finished(run_dir):
-        assert time.monotonic() < deadline, f"the two-node run did not finish\n{nodes.logs()}"
-        time.sleep(2)
+    run_dir = launch(project, nodes, "runs")
+    wait_until(lambda: state(run_dir) == "finished", "the two-node run to finish", nodes)
     provenance = json.loads((run_dir / "provenance.json").read_text())
     environment = provenance["environment"]
     assert (environment.get("SLURM_NNODES"), environment.get("WORLD_SIZE")) == ("2", "2"), environment
     assert provenance["machine"]["hostname"] in slurm_nodes.NODES  # rank 0 ran on a node, not on this machine
+    assert json.loads((run_dir / "summary.json").read_text())["params_sha256"] == twin_params(project, run_dir.name)
 
-    # Its twin: the same run, 2 processes on this machine, through the same job script.
-    twin_env = {**os.environ, "RUNS_DIR": str(project["root"] / "twin"), "JOB_CACHE": str(project["root"] / "cache"),
-                "NPROC_PER_NODE": "2"}  # fmt: skip
-    commit = git(project["project"], "rev-parse", "HEAD")
-    job = [str(project["project"] / "jobs" / "job.sh"), str(project["remote"]), commit, run_dir.name, *SHORT]
-    twin = subprocess.run(job, env=twin_env, capture_output=True, text=True, timeout=900)
-    assert twin.returncode == 0, twin.stderr[-3000:]
-    ours = json.loads((run_dir / "summary.json").read_text())["params_sha256"]
-    theirs = json.loads((project["root"] / "twin" / "dev" / run_dir.name / "summary.json").read_text())
-    assert ours == theirs["params_sha256"]
+
+def test_a_run_preempted_by_a_higher_partition_resumes_with_its_twins_bits(
+    project: dict[str, Path], nodes: slurm_nodes.Nodes
+) -> None:
+    """The low partition is preemptible (requeue, with a grace time); a job in `high` that needs both nodes takes
+    them. The run gets its --signal (preempt_send_user_signal), saves, and resumes once the nodes are free."""
+    marker = project["root"] / "paused-preempt"
+    pausing = {"REPRODUCIBILITY_PAUSE": "step:20", "REPRODUCIBILITY_PAUSE_MARKER": str(marker)}
+    run_dir = launch(project, nodes, "preempt", **pausing)
+    wait_until(marker.exists, "the run to pause at step 20", nodes)
+    job_id = json.loads((run_dir / "launch.json").read_text())["job_id"]
+    nodes.run("sbatch", "--partition=high", "--nodes=2", "--ntasks-per-node=1", "--wrap", "sleep 2")
+    wait_until(lambda: state(run_dir) == "preempted", "the run to save and stop when preempted", nodes)
+    assert json.loads((run_dir / "status.json").read_text())["step"] == 20
+
+    def requeued() -> bool:
+        found = nodes.run("squeue", "--noheader", "--format=%T", "--job", job_id, check=False).stdout
+        return "PENDING" in found or state(run_dir) != "preempted"
+
+    wait_until(requeued, "the job to be requeued", nodes)
+    nodes.run("scontrol", "update", f"JobId={job_id}", "StartTime=now", check=False)  # a requeue waits otherwise
+    wait_until(lambda: state(run_dir) == "finished", "the preempted run to finish", nodes)
+    assert logged_steps(run_dir) == list(range(10, 41, 10))  # each step once
+    assert (run_dir / "attempts.jsonl").read_text().count("\n") >= 1  # the restart is recorded
+    assert json.loads((run_dir / "summary.json").read_text())["params_sha256"] == twin_params(project, run_dir.name)
