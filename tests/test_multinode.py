@@ -119,7 +119,8 @@ def test_a_run_preempted_by_a_higher_partition_resumes_with_its_twins_bits(
     run_dir = launch(project, nodes, "preempt", **pausing)
     wait_until(marker.exists, "the run to pause at step 20", nodes)
     job_id = json.loads((run_dir / "launch.json").read_text())["job_id"]
-    nodes.run("sbatch", "--partition=high", "--nodes=2", "--ntasks-per-node=1", "--wrap", "sleep 2")
+    output = f"--output={nodes.folder / 'high-%j.out'}"  # not slurm-<id>.out in the checkout under test
+    nodes.run("sbatch", "--partition=high", "--nodes=2", "--ntasks-per-node=1", output, "--wrap", "sleep 2")
     wait_until(lambda: state(run_dir) == "preempted", "the run to save and stop when preempted", nodes)
     assert json.loads((run_dir / "status.json").read_text())["step"] == 20
 
