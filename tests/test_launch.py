@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import containers, slurm_cluster
-from helpers.generation import DEFAULT_PACKAGE, generate
+from helpers import slurm_cluster
+from helpers.generation import DEFAULT_PACKAGE
 from helpers.git import IDENTITY, git
 
 pytestmark = pytest.mark.slow
@@ -30,19 +30,7 @@ QUIET = ["trainer.progress_bar=false"]
 @pytest.fixture(scope="module")
 def pushed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A default project whose Slurm settings fit a 2-CPU test node, pushed to a bare remote."""
-    root = tmp_path_factory.mktemp("launch")
-    project = generate(root / "project")
-    settings = project / "configs" / "launcher" / "slurm.yaml"
-    text = settings.read_text().replace("cpus_per_task: 2", "cpus_per_task: 1").replace("mem: 8G", "mem: null")
-    settings.write_text(text.replace('time: "04:00:00"', 'time: "00:20:00"'))
-    remote = root / "remote.git"
-    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
-    commit = ["git", *IDENTITY, "commit", "--quiet", "-am", "Slurm settings for a small node"]
-    subprocess.run(commit, cwd=project, check=True)
-    subprocess.run(["git", "remote", "add", "origin", str(remote)], cwd=project, check=True)
-    subprocess.run(["git", "push", "--quiet", "--set-upstream", "origin", "main"], cwd=project, check=True)
-    subprocess.run(["uv", "sync", "--frozen", "--quiet"], cwd=project, check=True)
-    return {"root": root, "project": project, "remote": remote}
+    return slurm_cluster.pushed_project(tmp_path_factory.mktemp("launch"))
 
 
 def environment(pushed: dict[str, Path], runs: str, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -300,14 +288,7 @@ def test_an_optuna_search_killed_after_three_trials_carries_on_to_six(pushed: di
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurm_cluster.Cluster]:
-    try:
-        started = slurm_cluster.start(tmp_path_factory.mktemp("slurm"))
-    except slurm_cluster.Unavailable as error:
-        if containers.required():
-            pytest.fail(f"Slurm cannot start, but TEMPLATE_FULL_SUITE=1 (see .ci/run): {error}")
-        pytest.skip(f"Slurm cannot start here: {error}")
-    yield started
-    started.stop()
+    yield from slurm_cluster.running(slurm_cluster.start, tmp_path_factory.mktemp("slurm"))
 
 
 def test_a_slurm_sweep_survives_requeue_and_relaunches_only_what_failed(

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import containers, slurm_nodes
-from helpers.generation import DEFAULT_PACKAGE, generate
-from helpers.git import IDENTITY, git
+from helpers import slurm_cluster, slurm_nodes
+from helpers.generation import DEFAULT_PACKAGE
+from helpers.git import git
 
 pytestmark = pytest.mark.slow
 
@@ -26,32 +26,13 @@ SHORT = ["trainer.max_steps=40", "trainer.eval_every=20", "trainer.ckpt_every=10
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurm_nodes.Nodes]:
-    try:
-        started = slurm_nodes.start(tmp_path_factory.mktemp("nodes"))
-    except slurm_nodes.Unavailable as error:
-        if containers.required():
-            pytest.fail(f"the two-node cluster cannot start, but TEMPLATE_FULL_SUITE=1 (see .ci/run): {error}")
-        pytest.skip(f"the two-node cluster cannot start here: {error}")
-    yield started
-    started.stop()
+    yield from slurm_cluster.running(slurm_nodes.start, tmp_path_factory.mktemp("nodes"))
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A default project whose jobs take both nodes, one process each, pushed to a bare remote."""
-    root = tmp_path_factory.mktemp("multinode")
-    project = generate(root / "project")
-    settings = project / "configs" / "launcher" / "slurm.yaml"
-    text = settings.read_text().replace("cpus_per_task: 2", "cpus_per_task: 1").replace("mem: 8G", "mem: null")
-    text = text.replace('time: "04:00:00"', 'time: "00:20:00"')
-    settings.write_text(text + "nodes: 2\nntasks_per_node: 1\n")
-    remote = root / "remote.git"
-    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
-    subprocess.run(["git", *IDENTITY, "commit", "--quiet", "-am", "Jobs on two nodes"], cwd=project, check=True)
-    subprocess.run(["git", "remote", "add", "origin", str(remote)], cwd=project, check=True)
-    subprocess.run(["git", "push", "--quiet", "--set-upstream", "origin", "main"], cwd=project, check=True)
-    subprocess.run(["uv", "sync", "--frozen", "--quiet"], cwd=project, check=True)
-    return {"root": root, "project": project, "remote": remote}
+    return slurm_cluster.pushed_project(tmp_path_factory.mktemp("multinode"), "nodes: 2\nntasks_per_node: 1\n")
 
 
 def state(run_dir: Path) -> str | None:

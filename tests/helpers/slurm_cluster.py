@@ -3,7 +3,9 @@
 `start(folder)` writes a slurm.conf into `folder`, starts the daemons in the foreground as children of the test
 process (no systemd here) and waits until the node is idle. `Cluster.stop()` stops exactly the processes it
 started, by pid. A munged that already runs is used and left alone. Clients find the cluster through SLURM_CONF.
-Outside .ci/run the Slurm tests skip when the cluster cannot start; under it (TEMPLATE_FULL_SUITE=1) they fail.
+Outside .ci/run the Slurm tests skip when the cluster cannot start; under it (TEMPLATE_FULL_SUITE=1) they fail
+(`running`, which the test modules' fixtures use for this cluster and for the two-node one, helpers/slurm_nodes.py).
+`pushed_project` makes the project those tests launch from.
 """
 
 from __future__ import annotations
@@ -13,11 +15,21 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from helpers.generation import generate
+from helpers.git import IDENTITY
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
+
+
+ClusterType = TypeVar("ClusterType", bound="Cluster")
 
 
 class Unavailable(Exception):
@@ -58,15 +70,34 @@ class Cluster:
         )
 
 
-def start(folder: Path) -> Cluster:
+def running(start: Callable[[Path], ClusterType], folder: Path) -> Iterator[ClusterType]:
+    """A test cluster for a module's tests, stopped after them. Where it cannot start, its tests skip, and under
+    TEMPLATE_FULL_SUITE=1 (.ci/run) they fail."""
+    try:
+        started = start(folder)
+    except Unavailable as error:
+        if os.environ.get("TEMPLATE_FULL_SUITE") == "1":
+            pytest.fail(f"the test cluster cannot start, but TEMPLATE_FULL_SUITE=1 (see .ci/run): {error}")
+        pytest.skip(f"the test cluster cannot start here: {error}")
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def prepare(folder: Path, tools: tuple[str, ...], packages: str, folders: tuple[str, ...]) -> None:
+    """Refuse where the cluster cannot start (not root, tools missing); make its folders."""
     if os.geteuid() != 0:
-        raise Unavailable("the Slurm daemons need root here")
-    missing = [name for name in DAEMONS if shutil.which(name, path="/usr/sbin:/usr/bin:/sbin") is None]
+        raise Unavailable("the Slurm daemons (and network namespaces) need root here")
+    missing = [name for name in tools if shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin") is None]
     if missing:
-        raise Unavailable(f"{', '.join(missing)} not installed (apt-get install slurm-wlm munge)")
-    folder.mkdir(parents=True, exist_ok=True)
-    for sub in ("state", "spool"):
-        (folder / sub).mkdir(exist_ok=True)
+        raise Unavailable(f"{', '.join(missing)} not installed (apt-get install {packages})")
+    for sub in folders:
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+
+
+def start(folder: Path) -> Cluster:
+    prepare(folder, DAEMONS, "slurm-wlm munge", ("state", "spool"))
     host = socket.gethostname().split(".")[0]
     (folder / "slurm.conf").write_text(_config(folder, host, _node_line(host)))
     environment = {**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}
@@ -96,15 +127,25 @@ def _config(folder: Path, host: str, node: str) -> str:
     return f"""\
 ClusterName=templatetest
 SlurmctldHost={host}(127.0.0.1)
+SlurmdSpoolDir={folder}/spool
+SlurmdPidFile={folder}/slurmd.pid
+SlurmdLogFile={folder}/slurmd.log
+{common_settings(folder)}
+{node} NodeAddr=127.0.0.1 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def common_settings(folder: Path) -> str:
+    """The slurm.conf lines every test cluster shares: root daemons, munge, no cgroups, no accounting, a fast
+    scheduler, requeue allowed, jobs remembered for 10 minutes."""
+    return f"""\
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 StateSaveLocation={folder}/state
-SlurmdSpoolDir={folder}/spool
 SlurmctldPidFile={folder}/slurmctld.pid
-SlurmdPidFile={folder}/slurmd.pid
 SlurmctldLogFile={folder}/slurmctld.log
-SlurmdLogFile={folder}/slurmd.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -117,10 +158,7 @@ JobRequeue=1
 MinJobAge=600
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
-JobCompLoc={folder}/jobcomp.txt
-{node} NodeAddr=127.0.0.1 State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-"""
+JobCompLoc={folder}/jobcomp.txt"""
 
 
 def _node_line(host: str) -> str:
@@ -159,3 +197,20 @@ def _wait(ready, what: str, timeout: float = 60, strict: bool = True) -> None:  
         time.sleep(0.5)
     if strict:
         raise Unavailable(what)
+
+
+def pushed_project(root: Path, extra_settings: str = "") -> dict[str, Path]:
+    """A default project whose Slurm settings fit the test clusters' nodes (a CPU a task, no memory request, 20
+    minutes; `extra_settings` appended), committed, pushed to a bare remote, and synced."""
+    project = generate(root / "project")
+    settings = project / "configs" / "launcher" / "slurm.yaml"
+    text = settings.read_text().replace("cpus_per_task: 2", "cpus_per_task: 1").replace("mem: 8G", "mem: null")
+    settings.write_text(text.replace('time: "04:00:00"', 'time: "00:20:00"') + extra_settings)
+    remote = root / "remote.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
+    commit = ["git", *IDENTITY, "commit", "--quiet", "-am", "Slurm settings for the test cluster's nodes"]
+    subprocess.run(commit, cwd=project, check=True)
+    subprocess.run(["git", "remote", "add", "origin", str(remote)], cwd=project, check=True)
+    subprocess.run(["git", "push", "--quiet", "--set-upstream", "origin", "main"], cwd=project, check=True)
+    subprocess.run(["uv", "sync", "--frozen", "--quiet"], cwd=project, check=True)
+    return {"root": root, "project": project, "remote": remote}

@@ -16,13 +16,12 @@ Made as ENVIRONMENT.md measured it to work (Slurm 22.05, cgroup v1): slurmd is s
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.slurm_cluster import Cluster, Unavailable, _daemon, _wait, start_munged
+from helpers.slurm_cluster import Cluster, Unavailable, _daemon, _wait, common_settings, prepare, start_munged
 
 NODES = ("sbn1", "sbn2")
 SUBNET = "10.213.47"
@@ -54,14 +53,8 @@ class Nodes(Cluster):
 
 
 def start(folder: Path) -> Nodes:
-    if os.geteuid() != 0:
-        raise Unavailable("network namespaces and the Slurm daemons need root here")
-    missing = [tool for tool in TOOLS if shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin") is None]
-    if missing:
-        raise Unavailable(f"{', '.join(missing)} not installed (apt-get install iproute2 util-linux slurm-wlm munge)")
-    folder.mkdir(parents=True, exist_ok=True)
-    for sub in ("state", *(f"spool-{node}" for node in NODES)):
-        (folder / sub).mkdir(exist_ok=True)
+    packages = "iproute2 util-linux slurm-wlm munge"
+    prepare(folder, TOOLS, packages, ("state", *(f"spool-{node}" for node in NODES)))
     host = socket.gethostname().split(".")[0]
     (folder / "slurm.conf").write_text(_config(folder, host))
     hosts = "127.0.0.1 localhost\n" + "".join(f"{address(n)} {n}\n" for n in NODES) + f"{HOST_ADDRESS} {host}\n"
@@ -115,32 +108,14 @@ ClusterName=templatenodes
 SlurmctldHost={host}({HOST_ADDRESS})
 SlurmctldPort=6917
 SlurmdPort=6918
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-StateSaveLocation={folder}/state
 SlurmdSpoolDir={folder}/spool-%n
-SlurmctldPidFile={folder}/slurmctld.pid
 SlurmdPidFile={folder}/slurmd-%n.pid
-SlurmctldLogFile={folder}/slurmctld.log
 SlurmdLogFile={folder}/slurmd-%n.log
 SlurmdParameters=config_overrides
 SlurmctldParameters=preempt_send_user_signal
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerParameters=sched_interval=2,bf_interval=2
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
-MailProg=/bin/true
-ReturnToService=2
-JobRequeue=1
-MinJobAge=600
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc={folder}/jobcomp.txt
+{common_settings(folder)}
 {node_lines}PartitionName=low Nodes=ALL Default=YES MaxTime=INFINITE State=UP {low}
 PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF
 """
