@@ -1,7 +1,8 @@
 """Beyond one node: a Slurm cluster of two nodes, each a network namespace that reaches no package index and no git
 server (helpers/slurm_nodes.py). `launch --backend slurm` prepares the commit on the login node (this machine), so
 the jobs fetch nothing. A run on 2 nodes x 1 process ends with the same bits as 2 processes on one machine, and so
-does one preempted mid-run by a job of a higher-priority partition, each step logged once."""
+does one preempted mid-run by a job of a higher-priority partition, and one requeued mid-run, each step logged
+once."""
 
 from __future__ import annotations
 
@@ -90,19 +91,24 @@ def test_a_run_on_two_nodes_without_network_equals_two_processes_on_one_machine(
     assert json.loads((run_dir / "summary.json").read_text())["params_sha256"] == twin_params(project, run_dir.name)
 
 
-def test_a_run_preempted_by_a_higher_partition_resumes_with_its_twins_bits(
-    project: dict[str, Path], nodes: slurm_nodes.Nodes
+@pytest.mark.parametrize("interruption", ["preemption", "requeue"])
+def test_a_two_node_run_interrupted_mid_run_resumes_with_its_twins_bits(
+    project: dict[str, Path], nodes: slurm_nodes.Nodes, interruption: str
 ) -> None:
-    """The low partition is preemptible (requeue, with a grace time); a job in `high` that needs both nodes takes
-    them. The run gets its --signal (preempt_send_user_signal), saves, and resumes once the nodes are free."""
-    marker = project["root"] / "paused-preempt"
+    """Preemption: the low partition is preemptible (requeue, with a grace time), and a job in `high` that needs
+    both nodes takes them; the run gets its --signal (preempt_send_user_signal). Requeue: `scontrol requeue`, as an
+    admin or a failed node does. Either way the run saves, waits in the queue, and resumes on both nodes."""
+    marker = project["root"] / f"paused-{interruption}"
     pausing = {"REPRODUCIBILITY_PAUSE": "step:20", "REPRODUCIBILITY_PAUSE_MARKER": str(marker)}
-    run_dir = launch(project, nodes, "preempt", **pausing)
+    run_dir = launch(project, nodes, interruption, **pausing)
     wait_until(marker.exists, "the run to pause at step 20", nodes)
     job_id = json.loads((run_dir / "launch.json").read_text())["job_id"]
-    output = f"--output={nodes.folder / 'high-%j.out'}"  # not slurm-<id>.out in the checkout under test
-    nodes.run("sbatch", "--partition=high", "--nodes=2", "--ntasks-per-node=1", output, "--wrap", "sleep 2")
-    wait_until(lambda: state(run_dir) == "preempted", "the run to save and stop when preempted", nodes)
+    if interruption == "preemption":
+        output = f"--output={nodes.folder / 'high-%j.out'}"  # not slurm-<id>.out in the checkout under test
+        nodes.run("sbatch", "--partition=high", "--nodes=2", "--ntasks-per-node=1", output, "--wrap", "sleep 2")
+    else:
+        nodes.run("scontrol", "requeue", job_id)
+    wait_until(lambda: state(run_dir) == "preempted", f"the run to save and stop on the {interruption}", nodes)
     assert json.loads((run_dir / "status.json").read_text())["step"] == 20
 
     def requeued() -> bool:
@@ -110,8 +116,9 @@ def test_a_run_preempted_by_a_higher_partition_resumes_with_its_twins_bits(
         return "PENDING" in found or state(run_dir) != "preempted"
 
     wait_until(requeued, "the job to be requeued", nodes)
+    time.sleep(5)  # sooner after a requeue, Slurm fails the job instead of starting it (tests/test_launch.py)
     nodes.run("scontrol", "update", f"JobId={job_id}", "StartTime=now", check=False)  # a requeue waits otherwise
-    wait_until(lambda: state(run_dir) == "finished", "the preempted run to finish", nodes)
+    wait_until(lambda: state(run_dir) == "finished", "the interrupted run to finish", nodes)
     assert logged_steps(run_dir) == list(range(10, 41, 10))  # each step once
     assert (run_dir / "attempts.jsonl").read_text().count("\n") >= 1  # the restart is recorded
     assert json.loads((run_dir / "summary.json").read_text())["params_sha256"] == twin_params(project, run_dir.name)
