@@ -161,14 +161,15 @@ class CheckpointDir:
                 assert expected is not None
                 with ThreadPoolExecutor(max_workers=1, thread_name_prefix="checksum") as helper:
                     checking = helper.submit(checksums.matches, path, expected)
+                    state: dict[str, Any] = {}
                     try:
                         state, error = self.load(name), None
                     except CheckpointUnreadable as unreadable:
-                        state, error = None, unreadable
+                        error = unreadable
                     intact = checking.result()
-                if intact and error is not None:
-                    raise error
-                if intact and state is not None:
+                if intact:  # a whole file that does not load is the code's or torch's problem, not damage
+                    if error is not None:
+                        raise error
                     return name, state
                 problem = _checksum_failed(expected)
             log.warning("checkpoint %s %s: falling back to the one before it", path, problem)

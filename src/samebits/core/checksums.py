@@ -16,19 +16,22 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import xxhash
 
 ALGORITHM = "xxh3_128"
+# Every algorithm a manifest entry may name: what this version writes, and what samebits 0.3 and before wrote.
+HASHERS: dict[str, Callable[[], Any]] = {ALGORITHM: xxhash.xxh3_128, "sha256": hashlib.sha256}
 
 
 def of_descriptor(descriptor: int) -> str:
     """The checksum of an open file (which this closes), read through a memory map: no copy into a buffer, and one
     call, which lets go of the GIL. For a file that no one else writes (a temporary of write_atomic, say): one cut
     short while mapped would end the process (SIGBUS). Deleting it does not."""
-    return f"{ALGORITHM}:{_digest(xxhash.xxh3_128(), descriptor)}"
+    return f"{ALGORITHM}:{_digest(HASHERS[ALGORITHM](), descriptor)}"
 
 
 def of_file(path: Path) -> str:
@@ -36,23 +39,20 @@ def of_file(path: Path) -> str:
 
 
 def algorithm(recorded: str) -> str:
-    """The algorithm a manifest entry names: a bare digest is format 1's sha256."""
+    """The algorithm a manifest entry names: a bare digest is the sha256 of samebits 0.3 and before."""
     named, _, _ = recorded.rpartition(":")
     return named or "sha256"
 
 
 def known(recorded: str) -> bool:
-    return algorithm(recorded) in (ALGORITHM, "sha256")
+    return algorithm(recorded) in HASHERS
 
 
 def matches(path: Path, recorded: str) -> bool:
-    """Whether the file at `path` has the checksum a manifest recorded for it, in the algorithm it names."""
-    digest = recorded.rpartition(":")[2]
-    if algorithm(recorded) == ALGORITHM:
-        return _digest(xxhash.xxh3_128(), os.open(path, os.O_RDONLY)) == digest
-    if algorithm(recorded) == "sha256":
-        return _digest(hashlib.sha256(), os.open(path, os.O_RDONLY)) == digest
-    return False  # an algorithm this version does not know is never taken for a match
+    """Whether the file at `path` has the checksum a manifest recorded for it, in the algorithm it names; an
+    algorithm this version does not know is never taken for a match."""
+    hasher = HASHERS.get(algorithm(recorded))
+    return hasher is not None and _digest(hasher(), os.open(path, os.O_RDONLY)) == recorded.rpartition(":")[2]
 
 
 def _digest(hasher: Any, descriptor: int) -> str:

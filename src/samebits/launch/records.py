@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pwd
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from ..core.locks import try_exclusive
 from ..core.run_files import RunFiles
 
 
+@cache  # asked once per run a plan decides about
 def this_user() -> str:
     """The user a launch record names: the name of this process's uid (not $USER, which may be anyone's), as
     Slurm's `--user` takes it; the uid itself where it has no name."""
