@@ -17,12 +17,15 @@ analysis and the reproducibility proof. What a project imports from it is listed
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-from .core.batches import ArrayDataset, BatchRequest, derive_seed
-from .core.errors import UsageError
-from .core.files import write_atomic
-from .objective import Objective
+if TYPE_CHECKING:
+    from .core.batches import ArrayDataset, BatchRequest, derive_seed
+    from .core.errors import UsageError
+    from .core.files import write_atomic
+    from .objective import Objective
 
 try:
     __version__ = version("samebits")
@@ -30,3 +33,16 @@ except PackageNotFoundError:  # imported from a source folder that was never ins
     __version__ = "0+unknown"
 
 __all__ = ["ArrayDataset", "BatchRequest", "Objective", "UsageError", "__version__", "derive_seed", "write_atomic"]
+
+# Each public name is imported when first used: the console commands that only read run folders (`status`,
+# `launch`'s plan) must not pay for importing torch, which the dataset contract needs.
+_PUBLIC = {"ArrayDataset": ".core.batches", "BatchRequest": ".core.batches", "derive_seed": ".core.batches",
+           "UsageError": ".core.errors", "write_atomic": ".core.files", "Objective": ".objective"}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'samebits' has no attribute {name!r}")
+    value = getattr(import_module(_PUBLIC[name], __name__), name)
+    globals()[name] = value
+    return value

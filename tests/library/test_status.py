@@ -150,3 +150,22 @@ def test_runs_dir_naming_a_file_is_an_error_for_every_listing_command(
             f"error: RUNS_DIR={tmp_path / 'a-file'} is a file, not a folder: point RUNS_DIR at the folder that holds "
             "your runs\n"
         )
+
+
+def test_status_loads_neither_torch_nor_hydra(tmp_path: Path) -> None:
+    """`status` is asked every few seconds while a sweep runs, and over hundreds of runs: it reads run folders and
+    asks squeue, so it must start without importing torch (seconds) or Hydra."""
+    probe = f"""
+import sys
+from samebits import cli
+sys.argv = ["{PACKAGE}", "status"]
+try:
+    cli.main("{PACKAGE}")
+except SystemExit:
+    pass
+heavy = sorted(name for name in ("torch", "hydra", "numpy") if name in sys.modules)
+print("loaded:", heavy)
+"""
+    env = {**os.environ, "RUNS_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert "loaded: []" in done.stdout, done.stdout + done.stderr

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import yaml
-from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 
 FAILED = 1
 USAGE_ERROR = 2
@@ -31,10 +30,6 @@ RUN_LOCKED = 73  # EX_CANTCREAT in sysexits.h
 STORAGE_ERROR = 74  # EX_IOERR
 REQUEUE = 75  # EX_TEMPFAIL: a temporary failure, try again
 INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
-
-# Hydra raises these while it composes the config from files and overrides, before our code runs: they
-# mean a bad override or config file, not a bug.
-COMPOSITION_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException)
 
 # What `git merge-file` writes where both sides changed the same lines, as `copier update` does.
 CONFLICT_MARKERS = re.compile(r"^(<<<<<<<|=======|>>>>>>>)( |$)", re.MULTILINE)
@@ -132,13 +127,17 @@ def one_line_config_errors(hint: str) -> Iterator[None]:
     Hydra prints its own report and exits unless HYDRA_FULL_ERROR is set; setting it lets the error reach us.
     If the user set HYDRA_FULL_ERROR, they asked for Hydra's full trace, and get it.
     """
+    # Hydra raises these while it composes the config from files and overrides, before our code runs: they mean a
+    # bad override or config file, not a bug. Imported here: commands that compose nothing (`status`) skip Hydra.
+    from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+
     if os.environ.get("HYDRA_FULL_ERROR"):
         yield
         return
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         yield
-    except COMPOSITION_ERRORS as error:
+    except (ConfigCompositionException, MissingConfigException, OverrideParseException) as error:
         raise UsageError(f"{_condense(error)} ({_advice(error) or hint})") from None
     except yaml.MarkedYAMLError as error:  # Hydra lets PyYAML's error about a config file through as it is
         if (path := _yaml_file(error)) is None:

@@ -1,12 +1,16 @@
-"""Content hashes that let two runs be compared bit for bit, months apart."""
+"""Content hashes that let two runs be compared bit for bit, months apart.
+
+torch is imported by the hashes of tensors only: naming a run (`config_sha256`) must not load it, so that the
+commands that only read run folders (`status`, `launch`'s plan) start in a fraction of a second."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 def params_sha256(model: torch.nn.Module) -> str:
@@ -22,6 +26,8 @@ def rng_sha256(states: Any) -> str:
 
     Equal hashes at the end of two runs mean that any further draw, from any generator, would be equal too.
     """
+    import torch
+
     digest = hashlib.sha256()
 
     def feed(value: Any) -> None:
@@ -49,4 +55,6 @@ def config_sha256(settings: dict[str, Any]) -> str:
 
 
 def _raw_bytes(tensor: torch.Tensor) -> bytes:
+    import torch
+
     return tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()

@@ -20,7 +20,7 @@ import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -28,8 +28,10 @@ from ...core.errors import UsageError
 from ...core.files import utc_now
 from ...project import current
 from .. import records
-from ..specs import RunSpec
 from . import Backend, Planned
+
+if TYPE_CHECKING:  # `status` asks squeue without loading Hydra and the run naming
+    from ..specs import RunSpec
 
 FLAGS = {"partition": "partition", "time": "time", "nodes": "nodes", "ntasks_per_node": "ntasks-per-node",
          "cpus_per_task": "cpus-per-task", "gpus_per_node": "gpus-per-node", "mem": "mem"}  # fmt: skip
