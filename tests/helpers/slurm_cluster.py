@@ -199,9 +199,9 @@ def _wait(ready, what: str, timeout: float = 60, strict: bool = True) -> None:  
         raise Unavailable(what)
 
 
-def pushed_project(root: Path, extra_settings: str = "") -> dict[str, Path]:
+def pushed_project(root: Path, extra_settings: str = "", extras: tuple[str, ...] = ()) -> dict[str, Path]:
     """A default project whose Slurm settings fit the test clusters' nodes (a CPU a task, no memory request, 20
-    minutes; `extra_settings` appended), committed, pushed to a bare remote, and synced."""
+    minutes; `extra_settings` appended), committed, pushed to a bare remote, and synced (with `extras`)."""
     project = generate(root / "project")
     settings = project / "configs" / "launcher" / "slurm.yaml"
     text = settings.read_text().replace("cpus_per_task: 2", "cpus_per_task: 1").replace("mem: 8G", "mem: null")
@@ -212,5 +212,6 @@ def pushed_project(root: Path, extra_settings: str = "") -> dict[str, Path]:
     subprocess.run(commit, cwd=project, check=True)
     subprocess.run(["git", "remote", "add", "origin", str(remote)], cwd=project, check=True)
     subprocess.run(["git", "push", "--quiet", "--set-upstream", "origin", "main"], cwd=project, check=True)
-    subprocess.run(["uv", "sync", "--frozen", "--quiet"], cwd=project, check=True)
+    extra_flags = [f"--extra={extra}" for extra in extras]
+    subprocess.run(["uv", "sync", "--frozen", "--quiet", *extra_flags], cwd=project, check=True)
     return {"root": root, "project": project, "remote": remote}
