@@ -3,8 +3,9 @@
     python benchmarks/report.py RESULTS.json... --out BENCHMARKS.md [--command "nox -s bench"] [--quick]
 
 The machine and versions come first, then every goal with its measured figure, then each benchmark's method and
-table, then benchmarks/notes.md (written by hand: what was changed because of these figures, and what limits a
-missed goal) when it exists.
+table, then benchmarks/slurm_sweep.md (written by slurm_sweep.py, which runs as root, apart) and
+benchmarks/notes.md (written by hand: what was changed because of these figures, and what limits a missed goal)
+where they exist.
 """
 
 from __future__ import annotations
@@ -64,9 +65,9 @@ def render(sections: list[Section], environment: dict[str, str], command: str, q
         lines += ["| " + " | ".join(section.columns) + " |", "|" + "---|" * len(section.columns)]
         lines += ["| " + " | ".join(row) + " |" for row in section.rows]
         lines += [*([""] if section.notes else []), *(f"- {note}" for note in section.notes)]
-    notes = HERE / "notes.md"
-    if notes.is_file():
-        lines += ["", notes.read_text().strip()]
+    for written_apart in ("slurm_sweep.md", "notes.md"):  # slurm_sweep.py runs as root, outside `nox -s bench`
+        if (HERE / written_apart).is_file():
+            lines += ["", (HERE / written_apart).read_text().strip()]
     return "\n".join(lines) + "\n"
 
 
