@@ -114,8 +114,7 @@ def assert_each_step_once_in_every_tracker(run_dir: Path, mlflow_store: Path) ->
 
 
 def logged_steps(run_dir: Path) -> list[int]:
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return [row["step"] for row in rows if "train/loss" in row]
+    return [row["step"] for row in rows(run_dir) if "train/loss" in row]
 
 
 def test_a_run_on_two_nodes_without_network_equals_two_processes_on_one_machine(
