@@ -44,6 +44,17 @@ def outcome() -> tuple[AttemptState, int]:
     return "preempted", REQUEUE_EXIT_CODE
 
 
+def ignore_further_requests() -> None:
+    """Call once the stop's checkpoint is written: SIGTERM, SIGUSR1 and SIGUSR2 have nothing left to ask for.
+
+    Slurm, scancel and job.sh may signal a stopping run again. Python puts back the default action of the signals
+    it handles as it exits, so one arriving then would end the saved run with 128+N, which is not the code that
+    says "start me again". A second Ctrl-C still ends a slow exit.
+    """
+    for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def ignore_in_worker(worker_id: int) -> None:
     """DataLoader `worker_init_fn`: a signal to the process group must not kill the workers mid-batch."""
     for signum in STOP_SIGNALS:
