@@ -41,7 +41,8 @@ def tests(session: nox.Session) -> None:
     # Most tests wait on the projects' training processes, which leave a core idle: two workers keep both busy.
     # A file stays on one worker, so its module fixtures are built once; each worker builds its own session
     # fixtures (the default project and its venvs), so more workers than cores would only add that setup.
-    session.run("pytest", "--numprocesses=2", "--dist=loadfile", *session.posargs)
+    # Files go out in collection order, which tests/conftest.py makes longest first.
+    session.run("pytest", "--numprocesses=2", "--dist=loadfile", "--no-loadscope-reorder", *session.posargs)
 
 
 @nox.session

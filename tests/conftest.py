@@ -67,3 +67,36 @@ def interpreters_without_shims(tmp_path_factory: pytest.TempPathFactory) -> Iter
 def default_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One project with default answers for the whole session (generation runs `uv lock`)."""
     return generate(tmp_path_factory.mktemp("default") / "my-exp")
+
+
+# The files whose tests take longest, longest first. The tests session hands whole files to its two workers
+# (--dist=loadfile) in collection order (--no-loadscope-reorder). xdist's own order, most tests first, left the
+# files of a few long tests (the Slurm clusters, the container build) to the end, on one worker while the other
+# sat idle. Started first, they run beside each other and the many short files fill in around them.
+LONGEST_FIRST = (
+    "test_multinode.py",
+    "test_launch.py",
+    "test_container.py",
+    "test_examples.py",
+    "library/test_proof.py",
+    "test_jobs.py",
+    "test_benchmarks.py",
+    "test_generated_project.py",
+    "test_proof.py",
+    "library/test_trainer_switches.py",
+    "test_update.py",
+    "library/test_one_writer.py",
+    "library/test_trackers.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    if missing := [name for name in LONGEST_FIRST if not (tests / name).is_file()]:
+        raise pytest.UsageError(f"LONGEST_FIRST in tests/conftest.py names files that are gone: {missing}")
+    rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
+
+    def file_rank(item: pytest.Item) -> int:
+        return rank.get(item.path.relative_to(tests).as_posix(), len(LONGEST_FIRST))
+
+    items.sort(key=file_rank)  # stable: a file's own tests, and the files not named, keep their order
