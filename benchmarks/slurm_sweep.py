@@ -47,15 +47,16 @@ def main() -> None:
     parser.add_argument("--throttle", type=int, default=8, help="K of --array=0-N%%K (launch --max-concurrent)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "slurm_sweep.md")
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-slurm-sweep-") as scratch:
+    # A daemon may still be writing its state as the folder goes: the figures are written before that.
+    with tempfile.TemporaryDirectory(prefix="bench-slurm-sweep-", ignore_cleanup_errors=True) as scratch:
         folder = Path(scratch)
         nodes = slurm_nodes.start(folder / "nodes")
         try:
             lines = measure(nodes, slurm_cluster.pushed_project(folder / "sweep"), options.runs, options.throttle)
         finally:
             nodes.stop()
-    options.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        options.out.write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
 
 
 def measure(nodes: slurm_nodes.Nodes, project: dict[str, Path], runs: int, throttle: int) -> list[str]:
