@@ -166,7 +166,7 @@ def test_a_two_node_run_interrupted_mid_run_resumes_with_its_twins_bits(
     assert json.loads((run_dir / "summary.json").read_text())["params_sha256"] == twin_params(project, run_dir.name)
 
 
-# 20 runs interrupted 3 times each is 80 training processes started on 2 CPUs, about 10 minutes here: CI runs a
+# 20 runs interrupted 3 times each is 80 training processes started on 2 CPUs (BENCHMARKS.md has its time): CI runs a
 # storm of 6 runs (the same test, one variable); TEMPLATE_STORM_RUNS=20 runs the full one. An attempt trains up to
 # 50 steps past its resume step before the storm interrupts it, plus what it trains while the storm notices (a
 # step is a few ms): 600 steps leave room for 3 interruptions before the run could end.
