@@ -97,6 +97,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
 
     def file_rank(item: pytest.Item) -> int:
-        return rank.get(item.path.relative_to(tests).as_posix(), len(LONGEST_FIRST))
+        inside = item.path.is_relative_to(tests)
+        return rank.get(item.path.relative_to(tests).as_posix(), len(LONGEST_FIRST)) if inside else len(LONGEST_FIRST)
 
     items.sort(key=file_rank)  # stable: a file's own tests, and the files not named, keep their order
