@@ -169,3 +169,25 @@ print("loaded:", heavy)
     env = {**os.environ, "RUNS_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert "loaded: []" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "max_steps"),
+    [
+        (
+            "model:\n  width: 8\ntrainer:\n  max_steps: 40\n  nested:\n    a: 1\n  note: |\n    two\n\n    lines\n"
+            "seed: 3\n",
+            40,
+        ),
+        ("seed: 3\ntrainer:\n  eval_every: 5\n  max_steps: 12", 12),  # the last block, no final newline
+        ("trainer: {max_steps: 7}\n", 7),  # not the block style config.yaml is written in: the whole file is read
+        ("model:\n  trainer:\n    max_steps: 9\n", None),
+        ("trainer:\n  max_steps: [\n", None),  # damaged: no number, no error
+    ],
+)
+def test_max_steps_from_the_trainer_block_is_what_the_whole_config_says(
+    tmp_path: Path, text: str, max_steps: int | None
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    assert status._max_steps(config) == max_steps
