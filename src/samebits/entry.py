@@ -48,7 +48,10 @@ def train(package: str) -> None:
     """`python -m <package>.train`: the project's entry point calls this with its import name."""
     preemption.install_handlers()  # first thing: a signal from here on leads to a checkpoint, not a lost step
     use(package)
-    failpoints.run_then_exit(_cli)  # the reproducibility proof skips the interpreter's teardown (see failpoints.py)
+    try:
+        failpoints.run_then_exit(_cli)  # the reproducibility proof skips the interpreter's teardown (see failpoints.py)
+    finally:
+        preemption.ignore_further_requests()  # the interpreter's teardown follows
 
 
 def _cli() -> None:

@@ -45,11 +45,12 @@ def outcome() -> tuple[AttemptState, int]:
 
 
 def ignore_further_requests() -> None:
-    """Call once the stop's checkpoint is written: SIGTERM, SIGUSR1 and SIGUSR2 have nothing left to ask for.
+    """Call as the process leaves the entry point, its outcome recorded: SIGTERM, SIGUSR1 and SIGUSR2 have nothing
+    left to ask for.
 
     Slurm, scancel and job.sh may signal a stopping run again. Python puts back the default action of the signals
-    it handles as it exits, so one arriving then would end the saved run with 128+N, which is not the code that
-    says "start me again". A second Ctrl-C still ends a slow exit.
+    it handles as it exits, so one arriving then would end a saved run with 128+N instead of the code that says
+    "start me again" (or a finished one instead of 0). A second Ctrl-C still ends a slow exit.
     """
     for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(signum, signal.SIG_IGN)

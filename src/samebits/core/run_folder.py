@@ -109,7 +109,6 @@ class RunFolder:
         log.info("stopped at step %d by %s: checkpoint saved, exiting with code %d (start again to resume)", step, why,
                  code)  # fmt: skip
         self.record(state, step)
-        preemption.ignore_further_requests()
         close(state)
         distributed.stop(self.context)
         raise Stopped(exit_code=code)
