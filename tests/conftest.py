@@ -69,24 +69,25 @@ def default_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return generate(tmp_path_factory.mktemp("default") / "my-exp")
 
 
-# The files whose tests take longest, longest first. The tests session hands whole files to its two workers
-# (--dist=loadfile) in collection order (--no-loadscope-reorder). xdist's own order, most tests first, left the
-# files of a few long tests (the Slurm clusters, the container build) to the end, on one worker while the other
-# sat idle. Started first, they run beside each other and the many short files fill in around them.
+# The files whose tests take longest, longest first, as a full run's `--durations=0` added them up. The tests
+# session hands whole files to its two workers (--dist=loadfile) in collection order (--no-loadscope-reorder).
+# xdist's own order, most tests first, left the files of a few long tests (the Slurm clusters, the container build)
+# to the end, on one worker while the other sat idle. Started first, they run beside each other and the many short
+# files fill in around them.
 LONGEST_FIRST = (
-    "test_multinode.py",
     "test_launch.py",
-    "test_container.py",
-    "test_examples.py",
+    "test_multinode.py",
     "library/test_proof.py",
+    "test_examples.py",
+    "test_container.py",
     "test_jobs.py",
     "test_benchmarks.py",
+    "library/test_bad_inputs.py",
+    "test_update.py",
     "test_generated_project.py",
     "test_proof.py",
-    "library/test_trainer_switches.py",
-    "test_update.py",
-    "library/test_one_writer.py",
     "library/test_trackers.py",
+    "library/test_analysis.py",
 )
 
 
@@ -97,7 +98,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
 
     def file_rank(item: pytest.Item) -> int:
-        inside = item.path.is_relative_to(tests)
-        return rank.get(item.path.relative_to(tests).as_posix(), len(LONGEST_FIRST)) if inside else len(LONGEST_FIRST)
+        name = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
+        return rank.get(name, len(LONGEST_FIRST))
 
     items.sort(key=file_rank)  # stable: a file's own tests, and the files not named, keep their order

@@ -123,9 +123,10 @@ def _max_steps(config: Path) -> int | None:
 def _top_level_block(text: str, key: str) -> str | None:
     """The lines of a block-style top-level `key:` and its indented body, as config.yaml is written; None if none."""
     lines = text.splitlines()
-    if f"{key}:" not in lines:
+    try:
+        start = lines.index(f"{key}:")
+    except ValueError:
         return None
-    start = lines.index(f"{key}:")
     end = next((i for i in range(start + 1, len(lines)) if lines[i][:1] not in ("", " ", "\t")), len(lines))
     return "\n".join(lines[start:end])
 
