@@ -21,41 +21,61 @@ REPRODUCIBILITY_QUICK_EXIT=1 a process ends as soon as the run is over, after wh
 an effect outside the process (other threads joined, atexit handlers such as the log's flush run, output
 flushed), but without freeing its objects one by one. Everything the proof compares was written and closed before.
 
+The variables are read when first needed, not on import: the proof forks its runs from a process that has
+imported this module before each run's variables were set (proof/forks.py).
+
 Unset (always, outside the proof), none of this does anything.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import random
 import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from . import preemption
 
-_PAUSE = os.environ.get("REPRODUCIBILITY_PAUSE", "")
-_MARKER = os.environ.get("REPRODUCIBILITY_PAUSE_MARKER", "")
-_QUICK_EXIT = os.environ.get("REPRODUCIBILITY_QUICK_EXIT") == "1"
-_RNG_CANARY = os.environ.get("REPRODUCIBILITY_RNG_CANARY") == "1"
+
+@dataclass(frozen=True)
+class _Requests:
+    pause: str
+    marker: str
+    quick_exit: bool
+    rng_canary: bool
+
+
+@functools.cache
+def _requests() -> _Requests:
+    environ = os.environ
+    return _Requests(
+        pause=environ.get("REPRODUCIBILITY_PAUSE", ""),
+        marker=environ.get("REPRODUCIBILITY_PAUSE_MARKER", ""),
+        quick_exit=environ.get("REPRODUCIBILITY_QUICK_EXIT") == "1",
+        rng_canary=environ.get("REPRODUCIBILITY_RNG_CANARY") == "1",
+    )
 
 
 def step_end(step: int) -> None:
     """Called once per training step, after the step and before a checkpoint may be written."""
-    if _RNG_CANARY:
+    if _requests().rng_canary:
         random.random()
         np.random.random()
     pause_if_requested("step", step)
 
 
 def pause_if_requested(where: str, step: int) -> None:
-    if _PAUSE and f"{where}:{step}" == _PAUSE:
-        Path(_MARKER).touch()
+    pause = _requests().pause
+    if pause and f"{where}:{step}" == pause:
+        Path(_requests().marker).touch()
         while not preemption.stop_requested():
             time.sleep(0.01)
 
@@ -67,14 +87,19 @@ def run_then_exit(entry_point: Callable[[], object]) -> None:
     has been released: it holds the run's frames, and with them the DataLoader workers, which must shut down
     as they do on a normal exit (they ignore SIGTERM, so multiprocessing's atexit handler would wait forever).
     """
-    if not _QUICK_EXIT:
+    if not _requests().quick_exit:
         entry_point()
         return
     try:
         entry_point()
         code = 0
     except SystemExit as stop:
-        code = _exit_status(stop.code)
+        code = exit_status(stop.code)
+    exit_without_teardown(code)
+
+
+def exit_without_teardown(code: int) -> None:
+    """End the process as Python would at exit, less freeing every object one by one."""
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()
@@ -84,7 +109,7 @@ def run_then_exit(entry_point: Callable[[], object]) -> None:
     os._exit(code)
 
 
-def _exit_status(code: object) -> int:
+def exit_status(code: object) -> int:
     """The status Python gives `SystemExit(code)`: None is 0, a message is printed and gives 1."""
     if code is None or isinstance(code, int):
         return code or 0
