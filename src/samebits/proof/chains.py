@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from ..core.files import TEMP_SUFFIX
 from ..core.preemption import REQUEUE_EXIT_CODE
 from ..core.run_files import RunFiles
 from ..project import current
+from . import forks
 
 TIMEOUT_S = 900  # for one training process; a default run takes well under a minute
 
@@ -54,11 +56,29 @@ class Schedule:
         return [*range(self.ckpt_every, self.max_steps, self.ckpt_every), self.max_steps]
 
 
-class Runner:
-    """Starts training processes with the overrides under test, each in a runs folder under `scratch`."""
+# What every run of the proof shares; the fork server starts with it (see forks.py).
+SHARED_ENVIRONMENT = {
+    "PYTHONHASHSEED": "0",
+    "REPRODUCIBILITY_QUICK_EXIT": "1",
+    "REPRODUCIBILITY_RNG_CANARY": "1",  # NumPy's and Python's generators must be resumed too
+}
 
-    def __init__(self, scratch: Path, overrides: list[str], log: Callable[[str], None]) -> None:
+
+# What every run imports. Not the project's entry module itself: runpy runs it as __main__, and a copy already
+# imported under its own name would be a second module object, which `python -m` never makes. torch._inductor is
+# imported by torch.use_deterministic_algorithms, at the start of every run.
+PRELOAD = ["samebits.entry", "torch._inductor"]
+
+
+class Runner:
+    """Starts training processes with the overrides under test, each in a runs folder under `scratch`: forked from
+    a server that has imported torch (forks.py), or with `fresh`, each a new interpreter."""
+
+    def __init__(self, scratch: Path, overrides: list[str], log: Callable[[str], None], fresh: bool = False) -> None:
         self.scratch, self.overrides, self.log = scratch, overrides, log
+        self._forks = None
+        if not fresh:
+            self._forks = forks.start_server(PRELOAD, SHARED_ENVIRONMENT, scratch / "resource_tracker.stderr")
 
     def folder(self, name: str) -> Path:
         return self.scratch / name
@@ -70,35 +90,40 @@ class Runner:
         signal there."""
         marker = self.scratch / f"{name}.paused"
         marker.unlink(missing_ok=True)
-        env = {**os.environ, "PYTHONHASHSEED": "0", "REPRODUCIBILITY_QUICK_EXIT": "1", "REPRODUCIBILITY_PAUSE": pause}
-        env["REPRODUCIBILITY_RNG_CANARY"] = "1"  # NumPy's and Python's generators must be resumed too
+        env = {**os.environ, **SHARED_ENVIRONMENT, "REPRODUCIBILITY_PAUSE": pause}
         env["REPRODUCIBILITY_PAUSE_MARKER"] = str(marker)
-        launcher = [sys.executable, "-m"]
+        module, args = f"{current().package}.train", [f"paths.runs_dir={self.folder(name)}", "main_tag=proof"]
         if nproc > 1:
-            launcher += ["torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m"]
-        command = [*launcher, f"{current().package}.train", f"paths.runs_dir={self.folder(name)}", "main_tag=proof"]
+            module, args = "torch.distributed.run", ["--standalone", f"--nproc-per-node={nproc}", "-m", module, *args]
         # stderr goes to a file: a pipe nobody reads while we wait for the pause would fill and block the run.
-        with (self.scratch / f"{name}.stderr").open("w+") as errors:
-            process = subprocess.Popen(
-                [*command, *self.overrides, *extra], env=env, stdout=subprocess.DEVNULL, stderr=errors
-            )
-            if pause:
-                self._wait_for(marker, process)
-                process.send_signal(send)
-            try:
-                process.wait(timeout=TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                raise RuntimeError(f"{name}: still running after {TIMEOUT_S} s, killed") from None
-            errors.seek(0)
-            stderr = errors.read()
+        stderr_file = self.scratch / f"{name}.stderr"
+        process = self._start(module, [*args, *self.overrides, *extra], env, stderr_file)
+        if pause:
+            self._wait_for(marker, process)
+            process.send_signal(send)
+        try:
+            process.wait(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise RuntimeError(f"{name}: still running after {TIMEOUT_S} s, killed") from None
+        stderr = stderr_file.read_text(errors="replace")
         if process.returncode != expect and not (expect != 0 and nproc > 1 and process.returncode != 0):
             # torchrun exits 1 whatever code its workers return, so for it any failure code is accepted here
             # and the run's status.json says what really happened.
             tail = "\n".join(stderr.strip().splitlines()[-5:])
             raise RuntimeError(f"{name}: exit code {process.returncode}, expected {expect}\n{tail}")
 
-    def _wait_for(self, marker: Path, process: subprocess.Popen[bytes]) -> None:
+    def _start(
+        self, module: str, args: list[str], env: dict[str, str], stderr: Path
+    ) -> forks.Forked | subprocess.Popen[bytes]:
+        if self._forks is not None:
+            return forks.Forked(self._forks, module, args, env, stderr)
+        with stderr.open("w") as errors:
+            return subprocess.Popen(
+                [sys.executable, "-m", module, *args], env=env, stdout=subprocess.DEVNULL, stderr=errors
+            )
+
+    def _wait_for(self, marker: Path, process: forks.Forked | subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + TIMEOUT_S
         while not marker.exists():
             if process.poll() is not None:
@@ -147,11 +172,16 @@ def stop_and_resume(runner: Runner, schedule: Schedule, rng: random.Random) -> C
     runner.run("resume", f"trainer.stop_at_step={k}", expect=REQUEUE_EXIT_CODE)
     runner.copy("resume", "workers")
     runner.copy("resume", "corrupt")
-    runner.run("resume")
-    runner.run("workers", "trainer.num_workers=2", f"trainer.ckpt_every={max(1, schedule.ckpt_every // 2)}")
     latest = RunFiles(runner.run_dir("corrupt")).checkpoints / f"step_{k:06d}.pt"
     latest.write_bytes(latest.read_bytes()[: latest.stat().st_size // 2])  # a torn write
-    runner.run("corrupt")
+    # Three copies of one first half, resumed side by side: this chain is the proof's longest.
+    resumes = [
+        ["resume"],
+        ["workers", "trainer.num_workers=2", f"trainer.ckpt_every={max(1, schedule.ckpt_every // 2)}"],
+        ["corrupt"],
+    ]
+    with ThreadPoolExecutor(max_workers=len(resumes)) as pool:
+        list(pool.map(lambda resume: runner.run(*resume), resumes))  # list(): a failed run raises here
     log = RunFiles(runner.run_dir("corrupt")).log.read_text()
     detected = [] if "checksum (the file is damaged)" in log else ["the damaged checkpoint was not reported"]
     return [

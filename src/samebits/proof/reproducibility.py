@@ -1,6 +1,6 @@
 """The reproducibility proof: a run gives the same bits however it is run, stopped, killed or resumed.
 
-    <package> proof [--device cuda] [--seed N] [--only 1,2] [overrides...]
+    <package> proof [--device cuda] [--seed N] [--only 1,2] [--fresh] [overrides...]
     nox -s reproducibility [-- the same arguments]
 
 Against an uninterrupted reference run of the same config (the default experiment shortened to 240 steps, see
@@ -14,8 +14,10 @@ same metrics.jsonl, line for line and bit for bit:
   5. SIGTERM at a random step: exit code 75 ("requeue me"), then a relaunch;
   6. torchrun with 2 processes: two runs, and a mid-epoch resume, against their own reference;
   7. the latest checkpoint truncated: it is reported, the one before it is used.
-One table row per proof; the exit code is 1 on any difference. The proofs start 24 training processes, each
-paying torch's start-up (the proof's time is in BENCHMARKS.md): `--only` runs a subset.
+One table row per proof; the exit code is 1 on any difference. The proofs start 24 training processes. Each is
+its own OS process, interrupted by real signals, but all except torchrun's workers are forked from one that has
+imported torch already, so that only one of them pays for that (forks.py); `--fresh` starts each as a new
+interpreter instead. `--only` runs a subset. The proof's time is in BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -143,6 +145,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", default="cpu", help="device to train on (default: cpu)")
     parser.add_argument("--seed", type=int, default=None, help="replay the random interruption points of a past run")
     parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated proof numbers (default: all)")
+    parser.add_argument(
+        "--fresh", action="store_true", help="start every run as a new interpreter, not forked (slower, same proofs)"
+    )
     parser.add_argument("overrides", nargs="*", help="config overrides for every run, e.g. trainer.max_steps=200")
     args = parser.parse_args(argv)
     overrides = [f"trainer.device={args.device}", *PROOF_SCHEDULE, *args.overrides]
@@ -162,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         print("the data's schema has no train_samples(): stops may fall on an epoch's end, not only in its middle")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="reproducibility-") as scratch:
-        runner = Runner(Path(scratch), overrides, log=lambda line: print(f"  {line}", flush=True))
+        runner = Runner(Path(scratch), overrides, log=lambda line: print(f"  {line}", flush=True), fresh=args.fresh)
         found = prove(runner, schedule, rng_seed, selected)
     verdicts = [v for v in found if v.proof[0] in only or not v.proof[0].isdigit()]  # errors have no number
     print_table(verdicts)
