@@ -41,17 +41,19 @@ def start_server(preload: list[str], environment: dict[str, str], warnings: Path
     remove, and it says so, as a fresh run's own tracker does into that run's stderr."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(preload)
-    ours, stderr = dict(os.environ), os.dup(2)
+    stderr = os.dup(2)
+    with warnings.open("a") as log:
+        os.dup2(log.fileno(), 2)  # inherited by the tracker as it starts
+        try:
+            multiprocessing.resource_tracker.ensure_running()
+        finally:
+            os.dup2(stderr, 2)
+            os.close(stderr)
+    ours = dict(os.environ)
     os.environ.update(environment)
     try:
-        with warnings.open("a") as log:
-            os.dup2(log.fileno(), 2)  # inherited by the tracker as it starts
-            multiprocessing.resource_tracker.ensure_running()
-        os.dup2(stderr, 2)
         multiprocessing.forkserver.ensure_running()  # returns once started; the imports go on meanwhile
     finally:
-        os.dup2(stderr, 2)
-        os.close(stderr)
         os.environ.clear()
         os.environ.update(ours)
     return context
@@ -70,7 +72,7 @@ class Forked:
         return self._process.exitcode
 
     def poll(self) -> int | None:
-        return self._process.exitcode
+        return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         self._process.join(timeout)

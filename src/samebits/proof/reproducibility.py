@@ -15,9 +15,9 @@ same metrics.jsonl, line for line and bit for bit:
   6. torchrun with 2 processes: two runs, and a mid-epoch resume, against their own reference;
   7. the latest checkpoint truncated: it is reported, the one before it is used.
 One table row per proof; the exit code is 1 on any difference. The proofs start 24 training processes. Each is
-its own OS process, interrupted by real signals, but all except torchrun's workers are forked from one that has
-imported torch already, so that only one of them pays for that (forks.py); `--fresh` starts each as a new
-interpreter instead. `--only` runs a subset. The proof's time is in BENCHMARKS.md.
+its own OS process, interrupted by real signals; all but torchrun's workers are forked from one that has
+imported torch already, and skip most of its start-up (forks.py); `--fresh` starts each as a new interpreter.
+`--only` runs a subset. The proof's time is in BENCHMARKS.md.
 """
 
 from __future__ import annotations
