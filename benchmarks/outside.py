@@ -43,7 +43,7 @@ def proof(project: Path, rounds: int, quick: bool) -> Section:
     )
     forked, fresh = Stats.of(found["forked"]), Stats.of(found["fresh"])
     ratios = ratio(found["forked"], found["fresh"])
-    what = "proof 1 only, 20 steps (--quick)" if quick else "all seven proofs, the default 240-step runs"
+    what = "proof 1 only, 20 steps (--quick)" if quick else "all eight proofs, the default 240-step runs"
     return Section(
         title="Reproducibility proof",
         method=f"`uv run nox -s reproducibility` in the default project, {what}, {rounds} interleaved rounds"

@@ -13,7 +13,7 @@ from helpers.commands import run
 
 pytestmark = pytest.mark.slow
 
-ALL_PROOFS = {"1", "2", "3", "4", "5", "6", "7"}
+ALL_PROOFS = {"1", "2", "3", "4", "5", "6", "7", "8"}
 
 
 def prove(project: Path, *args: str, expect: int) -> dict[str, str]:

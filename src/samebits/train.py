@@ -110,7 +110,7 @@ def train(
         if metrics:
             tracking.log(step, metrics)
 
-        failpoints.step_end(step)
+        failpoints.step_end(step, checkpointer.settle)
         if distributed.any_rank(context, preemption.stop_requested(), device) or step == stop_at:
             checkpointer.save(step, best=is_best)
             run.stop(step, tracking.close, stop_at)

@@ -22,7 +22,7 @@ from library.helpers.project import PACKAGE, ROOT
 
 pytestmark = pytest.mark.slow
 
-ALL_PROOFS = {"1", "2", "3", "4", "5", "6", "7"}
+ALL_PROOFS = {"1", "2", "3", "4", "5", "6", "7", "8"}
 
 
 def prove(*args: str, expect: int, env: dict[str, str] | None = None) -> dict[str, str]:
@@ -81,7 +81,7 @@ RNG_RESTORES = {
 
 
 def test_not_restoring_torchs_rng_breaks_exactly_the_resume_proofs(tmp_path: Path) -> None:
-    """All seven proofs: the two without a resume stay identical, every one with a resume turns red."""
+    """All eight proofs: the two without a resume stay identical, every one with a resume turns red."""
     env = broken_library(tmp_path, "core/determinism.py", RNG_RESTORES["torch"], "pass  # broken")
     rows = prove(expect=1, env=env)
     identical = {label for label, result in rows.items() if result == "identical"}
@@ -92,7 +92,7 @@ def test_not_restoring_torchs_rng_breaks_exactly_the_resume_proofs(tmp_path: Pat
 @pytest.mark.parametrize("generator", ["numpy", "python"])
 def test_not_restoring_numpys_or_pythons_rng_is_caught_by_the_canary(tmp_path: Path, generator: str) -> None:
     """The bundled loop draws only from torch: the proof's canary catches these two, in the resume proofs only.
-    Proofs 1, 2, 3 and 7 (one training chain) suffice: the full seven run for torch's generator above."""
+    Proofs 1, 2, 3 and 7 (one training chain) suffice: the full eight run for torch's generator above."""
     env = broken_library(tmp_path, "core/determinism.py", RNG_RESTORES[generator], "pass  # broken")
     assert by_number(prove("--only", ONE_CHAIN, expect=1, env=env)) == ONLY_THE_RESUMES_RED
 

@@ -97,3 +97,22 @@ def test_the_third_kill_comes_after_the_checkpoint_the_run_resumes_from() -> Non
         resumed_at = max([0, *(step for step in schedule.checkpoint_steps() if step < saving)])
         assert first < saving and resumed_at < third < schedule.max_steps, (seed, first, saving, third)
         assert third > schedule.ckpt_every, (seed, third)  # so the relaunch resumes from a checkpoint
+
+
+def test_the_in_flight_kill_lands_before_any_later_save_and_after_a_checkpoint_to_resume_from() -> None:
+    """Proof 8 holds the write of `saved` and pauses the loop at `step`: a save due in between would wait for the
+    held write forever, and a relaunch must resume from a checkpoint, not from scratch."""
+    chains = import_module("samebits.proof.chains")
+    for schedule in (
+        chains.Schedule(max_steps=240, ckpt_every=50, batches_per_epoch=22, eval_every=50),
+        chains.Schedule(max_steps=600, ckpt_every=100, batches_per_epoch=22, eval_every=30),
+        chains.Schedule(max_steps=60, ckpt_every=20, batches_per_epoch=None),
+    ):
+        for seed in range(500):
+            saved, step = chains.in_flight_points(schedule, random.Random(seed))
+            assert saved in schedule.checkpoint_steps() and saved > schedule.checkpoint_steps()[0], (seed, saved)
+            evaluations = schedule.eval_every or schedule.ckpt_every
+            saves = [*schedule.checkpoint_steps(), *range(evaluations, schedule.max_steps, evaluations)]
+            assert step is not None and saved < step < min(s for s in saves if s > saved), (schedule, seed, step)
+    every_step = chains.Schedule(max_steps=10, ckpt_every=1, batches_per_epoch=None)
+    assert chains.in_flight_points(every_step, random.Random(0)) == (1, None)

@@ -3,8 +3,11 @@
 It owns the cadence, so that the loop only says where it is: `maybe_save(step, last=..., best=...)` saves every
 `trainer.ckpt_every` steps, at the last step, and at a step whose evaluation is the best so far. A save first
 checks that the loss has not diverged (a diverged state never reaches a checkpoint) and flushes the trackers'
-lines to disk (a checkpoint never covers a step that `metrics.jsonl` lacks); once the checkpoint is durable, the
-trackers may publish the steps it covers, and status.json names it as the step a new attempt resumes from.
+lines to disk (a checkpoint never covers a step that `metrics.jsonl` lacks). It then copies the state and hands
+the copy to a background writer (core/checkpoint_writer.py), and training goes on while the copy is written.
+Only once the checkpoint is durable may the trackers publish the steps it covers, status.json name it as the step
+a new attempt resumes from, and best.json name it: the checkpointer looks at every step, and waits for the write
+at the next save, at the last step and when the run stops (a signal, Ctrl-C, trainer.stop_at_step).
 The files themselves (atomic writes, manifest, fallback) are core/checkpoint.py's.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -24,6 +27,7 @@ from .batches import TrainStream
 from .best import BestTracker
 from .checkpoint import CheckpointDir, CheckpointUnreadable
 from .checkpoint_contents import Origin, restore, resume_problems, snapshot
+from .checkpoint_writer import BackgroundWriter, copied
 from .determinism import capture_rng_state
 from .divergence import DivergenceWatch
 from .errors import UsageError
@@ -95,22 +99,40 @@ class Checkpointer:
     flush: Callable[[], None]  # the trackers' lines to disk, before the checkpoint
     publish: Callable[[int], None]  # the steps up to the durable checkpoint may leave the process
 
-    def maybe_save(self, step: int, *, last: bool, best: bool) -> None:
-        if step % self.every == 0 or last or best:
-            self.save(step, best=best)
+    writer: BackgroundWriter = field(init=False)
 
-    def save(self, step: int, *, best: bool = False) -> None:
+    def __post_init__(self) -> None:
+        self.writer = BackgroundWriter(self.folder)
+
+    def maybe_save(self, step: int, *, last: bool, best: bool) -> None:
+        """Called after every step: saves when one is due, and settles a write that has ended."""
+        if step % self.every == 0 or last or best:
+            self.save(step, best=best, wait=last)
+        elif self.writer.finished():
+            self.settle()
+
+    def save(self, step: int, *, best: bool = False, wait: bool = True) -> None:
+        """Save the state as of `step`; with `wait`, return once that checkpoint is durable."""
         context = self.run.context
         self.divergence.check()
         self.flush()
         rng = distributed.gather(context, capture_rng_state(self.device))
+        self.settle()  # one write in flight at most, and one copy of the state besides the live one
         if context.is_main:
             parts = self.state
             taken = snapshot(parts.model, parts.optimizer, parts.scheduler, parts.precision, parts.stream, rng,
                              self.origin)  # fmt: skip
-            saved = self.folder.save(taken, step)
-            if best:
-                self.best.record(saved.name, step)  # kept past keep_last
-        self.publish(step)
-        distributed.barrier(context)
-        self.run.record("running", step)  # the step a new attempt would resume from, and a sign of life
+            self.writer.start(copied(taken), step, best)
+        if wait:
+            self.settle()
+        distributed.barrier(self.run.context)
+
+    def settle(self) -> None:
+        """Wait for the write in flight; once it is durable, say so to the trackers, status.json and best.json."""
+        written = self.writer.collect()
+        if written is None:
+            return
+        if written.best:
+            self.best.record(written.name, written.step)  # kept past keep_last
+        self.publish(written.step)
+        self.run.record("running", written.step)  # the step a new attempt would resume from, and a sign of life

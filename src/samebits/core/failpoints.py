@@ -7,7 +7,10 @@ checkpointer never import the proof.
 Pauses. The proof must kill a run at a chosen step, or while a checkpoint is being written. Both moments last
 microseconds, so the proof sets REPRODUCIBILITY_PAUSE=<where>:<step> (where is `step` or `save`) and
 REPRODUCIBILITY_PAUSE_MARKER=<file>: on reaching that point the run creates the marker and waits, and the proof
-kills it, or sends it a signal, which ends the wait.
+kills it, or sends it a signal, which ends the wait. `save` pauses the background writer mid-write (the file
+written, not yet renamed), wherever the loop then is. `inflight:<saved>:<step>` pins both down: the writer pauses
+mid-write of the checkpoint of step <saved>, and the loop, which trains on, pauses at step <step> once the writer
+is held there; the proof kills the run with the write in flight and steps logged past it.
 
 RNG canary. The bundled loop draws only from torch's generators (dropout), so a checkpoint that failed to
 restore NumPy's or Python's global generator would go unnoticed, until a user's augmentation or sampling code
@@ -15,7 +18,7 @@ draws from it. With REPRODUCIBILITY_RNG_CANARY=1 every training process draws on
 the end of every step; the run's `rng_sha256` (summary.json) then differs unless each resume restored them.
 Torch's generators are left alone, so the proof's runs train exactly as the same config does outside it.
 
-Quick exit. The proof starts about 24 training processes, and tearing down an interpreter that has loaded torch
+Quick exit. The proof starts about 26 training processes, and tearing down an interpreter that has loaded torch
 is a large part of the proof's time (docs/decisions/0004-proof-processes-quick-exit.md). With
 REPRODUCIBILITY_QUICK_EXIT=1 a process ends as soon as the run is over, after what Python does at exit that has
 an effect outside the process (other threads joined, atexit handlers such as the log's flush run, output
@@ -64,20 +67,44 @@ def _requests() -> _Requests:
     )
 
 
-def step_end(step: int) -> None:
-    """Called once per training step, after the step and before a checkpoint may be written."""
-    if _requests().rng_canary:
+def step_end(step: int, settle: Callable[[], None]) -> None:
+    """Called once per training step, after the step and before a checkpoint may be written. Before a pause at
+    this step, `settle` waits for the checkpoint being written: what a run paused at a step has on disk, and has
+    published, is then the same every time."""
+    requests = _requests()
+    if requests.rng_canary:
         random.random()
         np.random.random()
+    if requests.pause == f"step:{step}":
+        settle()
     pause_if_requested("step", step)
+
+
+_write_held = threading.Event()  # `inflight`: the writer is paused in its write
 
 
 def pause_if_requested(where: str, step: int) -> None:
     pause = _requests().pause
-    if pause and f"{where}:{step}" == pause:
+    if not pause:
+        return
+    if f"{where}:{step}" == pause:
         Path(_requests().marker).touch()
-        while not preemption.stop_requested():
-            time.sleep(0.01)
+        _wait_for_stop()
+    elif pause.startswith("inflight:"):
+        _, saved, loop_step = pause.split(":")
+        if where == "save" and step == int(saved):
+            _write_held.set()
+            _wait_for_stop()
+        elif where == "step" and step == int(loop_step):
+            while not _write_held.wait(0.01) and not preemption.stop_requested():
+                pass
+            Path(_requests().marker).touch()
+            _wait_for_stop()
+
+
+def _wait_for_stop() -> None:
+    while not preemption.stop_requested():
+        time.sleep(0.01)
 
 
 def run_then_exit(entry_point: Callable[[], object]) -> None:

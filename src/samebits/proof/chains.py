@@ -44,6 +44,7 @@ class Schedule:
     max_steps: int
     ckpt_every: int
     batches_per_epoch: int | None  # None: the data's schema does not tell its size (no `train_samples()`)
+    eval_every: int | None = None  # an evaluation that beats the best is saved at its step too
 
     def mid_epoch_step(self, rng: random.Random) -> int:
         """A step in the middle half of the run that is neither an epoch end nor a checkpoint step."""
@@ -210,6 +211,34 @@ def kill_points(schedule: Schedule, rng: random.Random) -> tuple[int, int, int]:
     resumed_at = max([0, *(s for s in schedule.checkpoint_steps() if s < saving)])
     low = min(max(resumed_at, schedule.ckpt_every) + 1, schedule.max_steps - 1)
     return first, saving, rng.randrange(low, schedule.max_steps)
+
+
+def kill_in_flight(runner: Runner, schedule: Schedule, rng: random.Random) -> Candidates:
+    """kill -9 while a checkpoint is written in the background and the loop has trained, and logged, past it."""
+    saving, step = in_flight_points(schedule, rng)
+    pause = f"inflight:{saving}:{step}" if step else f"save:{saving}"
+    runner.run("in-flight", expect=-signal.SIGKILL, pause=pause)
+    runner.run("in-flight")
+    at = f"at {step}, step {saving} in flight" if step else f"writing step {saving}"
+    return [(f"8 kill -9 {at}", "reference", runner.result("in-flight"))]
+
+
+def in_flight_points(schedule: Schedule, rng: random.Random) -> tuple[int, int | None]:
+    """A checkpoint step with one before it, and a step the loop reaches before any save after it may be due (the
+    next checkpoint, or an evaluation that may save the best); with no such step (a save every step), None: the
+    kill then lands mid-write, wherever the loop is."""
+    steps = schedule.checkpoint_steps()
+    evaluations = schedule.eval_every or schedule.ckpt_every
+
+    def next_save(saved: int) -> int:
+        return min(saved + schedule.ckpt_every, (saved // evaluations + 1) * evaluations, schedule.max_steps)
+
+    gaps = [(saved, next_save(saved)) for saved in steps[:-1] if next_save(saved) - saved >= 2]
+    resumed = [gap for gap in gaps if gap[0] != steps[0]] or gaps
+    if not resumed:
+        return steps[0], None
+    saved, after = rng.choice(resumed)
+    return saved, rng.randrange(saved + 1, after)
 
 
 def sigterm(runner: Runner, schedule: Schedule, rng: random.Random) -> Candidates:

@@ -13,8 +13,9 @@ same metrics.jsonl, line for line and bit for bit:
   4. kill -9 at a random step, then while a checkpoint is being written, then at another step, then a relaunch;
   5. SIGTERM at a random step: exit code 75 ("requeue me"), then a relaunch;
   6. torchrun with 2 processes: two runs, and a mid-epoch resume, against their own reference;
-  7. the latest checkpoint truncated: it is reported, the one before it is used.
-One table row per proof; the exit code is 1 on any difference. The proofs start 24 training processes. Each is
+  7. the latest checkpoint truncated: it is reported, the one before it is used;
+  8. kill -9 while a checkpoint is written in the background, the loop trained and logged past it, then a relaunch.
+One table row per proof; the exit code is 1 on any difference. The proofs start 26 training processes. Each is
 its own OS process, interrupted by real signals; all but torchrun's workers are forked from one that has
 imported torch already, and skip most of its start-up (forks.py); `--fresh` starts each as a new interpreter.
 `--only` runs a subset. The proof's time is in BENCHMARKS.md.
@@ -59,6 +60,7 @@ CHAINS = {
     "5": chains.sigterm,
     "6": chains.torchrun,
     "7": chains.stop_and_resume,
+    "8": chains.kill_in_flight,
 }
 
 
@@ -97,7 +99,7 @@ def schedule_of(overrides: list[str]) -> Schedule:
     cfg = composed([*overrides, "run_name=probe"], resolve=False)
     train_samples = getattr(OmegaConf.to_object(cfg.data), "train_samples", None)  # see research/schemas.py
     per_epoch = train_samples() // cfg.data.batch_size if callable(train_samples) else None
-    return Schedule(cfg.trainer.max_steps, cfg.trainer.ckpt_every, per_epoch)
+    return Schedule(cfg.trainer.max_steps, cfg.trainer.ckpt_every, per_epoch, cfg.trainer.eval_every)
 
 
 def prove(
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=f"{current().package} proof", description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu", help="device to train on (default: cpu)")
     parser.add_argument("--seed", type=int, default=None, help="replay the random interruption points of a past run")
-    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated proof numbers (default: all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7,8", help="comma-separated proof numbers (default: all)")
     parser.add_argument(
         "--fresh", action="store_true", help="start every run as a new interpreter, not forked (slower, same proofs)"
     )
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     rng_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     only = set(args.only.split(","))
     if not only <= set(CHAINS):
-        parser.error(f"--only takes proof numbers from 1 to 7, not {args.only}")
+        parser.error(f"--only takes proof numbers from 1 to 8, not {args.only}")
     if "6" in only and args.device != "cpu" and _gpus() < 2:
         print("6 torchrun x2: skipped, it needs 2 GPUs")
         only.discard("6")
@@ -167,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
         print("the data's schema has no train_samples(): stops may fall on an epoch's end, not only in its middle")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="reproducibility-") as scratch:
-        runner = Runner(Path(scratch), overrides, log=lambda line: print(f"  {line}", flush=True), fresh=args.fresh)
+        runner = Runner(Path(scratch), overrides, _progress, fresh=args.fresh)
         found = prove(runner, schedule, rng_seed, selected)
     verdicts = [v for v in found if v.proof[0] in only or not v.proof[0].isdigit()]  # errors have no number
     print_table(verdicts)
@@ -175,6 +177,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\n{len(verdicts) - len(different)} of {len(verdicts)} identical in {time.monotonic() - started:.0f} s")
     if different:
         raise NotIdentical()
+
+
+def _progress(line: str) -> None:
+    print(f"  {line}", flush=True)
 
 
 def _gpus() -> int:
