@@ -16,8 +16,10 @@ run folder `config.yaml`, `metrics.jsonl`, `checkpoints/`, `status.json` (how th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import hydra
@@ -62,9 +64,29 @@ def _cli() -> None:
                 check_sweep(
                     sys.argv[1:], composed
                 )  # with -m, every point of a sweep is checked before the first one trains
-                hydra.main(version_base="1.3", config_path=config_dir(), config_name="train")(_main)()
+                with _composed_once_without_a_sweep(sys.argv[1:]):
+                    hydra.main(version_base="1.3", config_path=config_dir(), config_name="train")(_main)()
         except KeyboardInterrupt:  # a second Ctrl-C before the run folder was claimed: nothing to record
             raise Interrupted("nothing was saved") from None
+
+
+@contextlib.contextmanager
+def _composed_once_without_a_sweep(arguments: list[str]) -> Iterator[None]:
+    """Hydra composes the whole config once only to read `hydra.mode` from it, then again to run it: a start-up
+    cost paid by every run (docs/decisions/0016-one-composition-per-run.md). Our configs never set `hydra.mode`, so
+    without `-m`, `--multirun` or a `hydra.mode=` override the answer is known: none, which makes Hydra run once,
+    as it does when its first composition finds no mode."""
+    from hydra._internal.hydra import Hydra
+
+    if {"-m", "--multirun"} & set(arguments) or any(arg.startswith("hydra.mode=") for arg in arguments):
+        yield
+        return
+    get_mode = Hydra.get_mode
+    Hydra.get_mode = lambda self, config_name, overrides: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Hydra.get_mode = get_mode  # type: ignore[method-assign]
 
 
 def _main(cfg: DictConfig) -> float:

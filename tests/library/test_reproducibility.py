@@ -116,3 +116,11 @@ def test_the_in_flight_kill_lands_before_any_later_save_and_after_a_checkpoint_t
             assert step is not None and saved < step < min(s for s in saves if s > saved), (schedule, seed, step)
     every_step = chains.Schedule(max_steps=10, ckpt_every=1, batches_per_epoch=None)
     assert chains.in_flight_points(every_step, random.Random(0)) == (1, None)
+
+
+def test_the_fork_server_imports_what_the_research_code_instantiates_and_no_tracker() -> None:
+    composed = import_module("samebits.composition").composed
+    cfg = composed(["experiment=char_transformer", "logger=[jsonl,wandb]", "run_name=probe"], resolve=False)
+    modules = reproducibility.instantiated_modules(cfg)
+    assert f"{PACKAGE}.research.datasets.char_text" in modules and "torch.optim" in modules
+    assert not [module for module in modules if "tracking" in module], modules

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
 import subprocess
@@ -15,7 +16,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from library.helpers.project import PACKAGE, ROOT
+from library.helpers.project import ENVIRONMENT, PACKAGE, ROOT
 from library.helpers.runs import RunTraining
 
 FAKE_KEY = "0123456789abcdef-not-a-real-key"
@@ -155,3 +156,26 @@ def test_console_command_shows_help_and_version() -> None:
     assert f"python -m {PACKAGE}.train" in shown.stdout
     version = subprocess.run([sys.executable, "-m", PACKAGE, "--version"], capture_output=True, text=True, check=True)
     assert re.fullmatch(rf"{PACKAGE} \(not installed\) \(samebits \d+\.\d+\.\d+\)", version.stdout.strip())
+
+
+COUNTING_COMPOSITIONS = """
+import atexit, runpy, sys
+from hydra._internal.hydra import Hydra
+
+composed = []
+compose_config = Hydra.compose_config
+Hydra.compose_config = lambda self, *args, **kwargs: composed.append(1) or compose_config(self, *args, **kwargs)
+atexit.register(lambda: print("compositions:", len(composed)))
+runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_run_composes_its_config_once_and_its_experiment_once(data_dir: Path, tmp_path: Path) -> None:
+    """Hydra composes the config once to read `hydra.mode` and again to run it; the entry point spares a run the
+    first. The second composition is the experiment's own config, which the run's name is compared with."""
+    env = {**os.environ, **ENVIRONMENT, "DATA_DIR": str(data_dir), "RUNS_DIR": str(tmp_path)}
+    short = ["trainer.max_steps=1", "sched.warmup_steps=0", "trainer.progress_bar=false"]
+    command = [sys.executable, "-c", COUNTING_COMPOSITIONS, f"{PACKAGE}.train", *short]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "compositions: 2" in done.stdout, done.stdout[-500:]

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,9 +65,10 @@ SHARED_ENVIRONMENT = {
 }
 
 
-# What every run imports. Not the project's entry module itself: runpy runs it as __main__, and a copy already
-# imported under its own name would be a second module object, which `python -m` never makes. torch._inductor is
-# imported by torch.use_deterministic_algorithms, at the start of every run.
+# What every run imports, besides the modules its config instantiates (Runner's `preload`). Not the project's entry
+# module itself: runpy runs it as __main__, and a copy already imported under its own name would be a second module
+# object, which `python -m` never makes. torch._inductor is imported by torch.use_deterministic_algorithms, at the
+# start of every run (and with it torch._dynamo, which every optimizer imports too).
 PRELOAD = ["samebits.entry", "torch._inductor"]
 
 
@@ -75,11 +76,19 @@ class Runner:
     """Starts training processes with the overrides under test, each in a runs folder under `scratch`: forked from
     a server that has imported torch (forks.py), or with `fresh`, each a new interpreter."""
 
-    def __init__(self, scratch: Path, overrides: list[str], log: Callable[[str], None], fresh: bool = False) -> None:
+    def __init__(
+        self,
+        scratch: Path,
+        overrides: list[str],
+        log: Callable[[str], None],
+        fresh: bool = False,
+        preload: Sequence[str] = (),
+    ) -> None:
         self.scratch, self.overrides, self.log = scratch, overrides, log
         self._forks = None
         if not fresh:
-            self._forks = forks.start_server(PRELOAD, SHARED_ENVIRONMENT, scratch / "resource_tracker.stderr")
+            modules = [*PRELOAD, *preload]
+            self._forks = forks.start_server(modules, SHARED_ENVIRONMENT, scratch / "resource_tracker.stderr")
 
     def folder(self, name: str) -> Path:
         return self.scratch / name

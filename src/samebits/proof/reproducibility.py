@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from ..composition import composed
 from ..core.errors import NotIdentical, one_line_config_errors
@@ -52,6 +52,7 @@ PROOF_SCHEDULE = [
     "trainer.num_threads=1",
     "trainer.progress_bar=false",
 ]
+RESEARCH_GROUPS = ("data", "model", "objective", "optim", "sched")
 CHAINS = {
     "1": chains.twice,
     "2": chains.stop_and_resume,
@@ -96,10 +97,31 @@ def compare(proof: str, reference: RunResult, candidate: RunResult) -> Verdict:
 
 def schedule_of(overrides: list[str]) -> Schedule:
     """Read the step counts of the config under test, without starting torch."""
-    cfg = composed([*overrides, "run_name=probe"], resolve=False)
+    return _schedule(composed([*overrides, "run_name=probe"], resolve=False))
+
+
+def _schedule(cfg: DictConfig) -> Schedule:
     train_samples = getattr(OmegaConf.to_object(cfg.data), "train_samples", None)  # see research/schemas.py
     per_epoch = train_samples() // cfg.data.batch_size if callable(train_samples) else None
     return Schedule(cfg.trainer.max_steps, cfg.trainer.ckpt_every, per_epoch, cfg.trainer.eval_every)
+
+
+def instantiated_modules(cfg: DictConfig) -> list[str]:
+    """The modules of every `_target_` in the research code's groups of `cfg`: what each run of it imports (a
+    dataset's scikit-learn, say), which the fork server then imports once for all of them. Not the trackers':
+    a tracker's service may start threads as it is imported, and the server must fork with none."""
+    targets: set[str] = set()
+    stack: list[object] = [OmegaConf.to_container(cfg[group], resolve=False) for group in RESEARCH_GROUPS]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            target = node.get("_target_")
+            if isinstance(target, str) and "." in target:
+                targets.add(target.rpartition(".")[0])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return sorted(targets)
 
 
 def prove(
@@ -163,13 +185,14 @@ def main(argv: list[str] | None = None) -> None:
     selected = [chains.reference, *dict.fromkeys(CHAINS[number] for number in sorted(only))]
 
     with one_line_config_errors(hint=f"list every setting with: python -m {current().package}.train --cfg job"):
-        schedule = schedule_of(overrides)  # a bad override is refused here in one line, before any run starts
+        cfg = composed([*overrides, "run_name=probe"], resolve=False)  # a bad override is refused here, in one line
+        schedule = _schedule(cfg)
     print(f"proving with: {' '.join(overrides)}\ninterruption points from --seed {rng_seed}", flush=True)
     if schedule.batches_per_epoch is None:
         print("the data's schema has no train_samples(): stops may fall on an epoch's end, not only in its middle")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="reproducibility-") as scratch:
-        runner = Runner(Path(scratch), overrides, _progress, fresh=args.fresh)
+        runner = Runner(Path(scratch), overrides, _progress, fresh=args.fresh, preload=instantiated_modules(cfg))
         found = prove(runner, schedule, rng_seed, selected)
     verdicts = [v for v in found if v.proof[0] in only or not v.proof[0].isdigit()]  # errors have no number
     print_table(verdicts)
