@@ -82,7 +82,7 @@ def reproducibility(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def quick_proof(session: nox.Session) -> None:
-    """The first two proofs, a quick check; `nox -s reproducibility` runs all seven."""
+    """The first two proofs, a quick check; `nox -s reproducibility` runs all eight."""
     install_locked(session)
     session.run("python", "-m", PACKAGE, "proof", "--only", "1,2", *session.posargs)
 

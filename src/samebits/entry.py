@@ -78,7 +78,7 @@ def _composed_once_without_a_sweep(arguments: list[str]) -> Iterator[None]:
     as it does when its first composition finds no mode."""
     from hydra._internal.hydra import Hydra
 
-    if {"-m", "--multirun"} & set(arguments) or any(arg.startswith("hydra.mode=") for arg in arguments):
+    if {"-m", "--multirun"} & set(arguments) or any(arg.lstrip("+").startswith("hydra.mode=") for arg in arguments):
         yield
         return
     get_mode = Hydra.get_mode

@@ -89,32 +89,33 @@ def train(
     stop_at, clip, window = trainer.stop_at_step, trainer.grad_clip_norm, trainer.accumulate_grad_batches
     progress = tqdm(total=max_steps, initial=step, disable=None if trainer.progress_bar and context.is_main else True)
     evaluation: dict[str, float] = {}
-    while step < max_steps:
-        step += 1
-        batches = (tuple(tensor.to(device, non_blocking=True) for tensor in next(stream)) for _ in range(window))
-        loss = train_step(trained, objective, optimizer, batches, window, precision, clip)
-        scheduler.step()
-        divergence.record(step, loss)
-        progress.update()
+    with checkpointer.finishing_writes():  # a write in flight ends before the run does, however it ends
+        while step < max_steps:
+            step += 1
+            batches = (tuple(tensor.to(device, non_blocking=True) for tensor in next(stream)) for _ in range(window))
+            loss = train_step(trained, objective, optimizer, batches, window, precision, clip)
+            scheduler.step()
+            divergence.record(step, loss)
+            progress.update()
 
-        metrics: dict[str, float] = {}
-        is_best = False
-        if step % log_every == 0 or step == max_steps:
-            divergence.check()
-            metrics |= {"train/loss": distributed.mean(context, loss).item(), "lr": scheduler.get_last_lr()[0]}
-        if step % eval_every == 0 or step == max_steps:
-            evaluation = evaluate(model, objective, val_batches, device, precision)
-            metrics |= evaluation
-            is_best = best.improved_by(evaluation)  # then saved at this step, and kept past keep_last
-            log.info("step %d/%d  %s", step, max_steps, "  ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
-        if metrics:
-            tracking.log(step, metrics)
+            metrics: dict[str, float] = {}
+            is_best = False
+            if step % log_every == 0 or step == max_steps:
+                divergence.check()
+                metrics |= {"train/loss": distributed.mean(context, loss).item(), "lr": scheduler.get_last_lr()[0]}
+            if step % eval_every == 0 or step == max_steps:
+                evaluation = evaluate(model, objective, val_batches, device, precision)
+                metrics |= evaluation
+                is_best = best.improved_by(evaluation)  # then saved at this step, and kept past keep_last
+                log.info("step %d/%d  %s", step, max_steps, "  ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+            if metrics:
+                tracking.log(step, metrics)
 
-        failpoints.step_end(step, checkpointer.settle)
-        if distributed.any_rank(context, preemption.stop_requested(), device) or step == stop_at:
-            checkpointer.save(step, best=is_best)
-            run.stop(step, tracking.close, stop_at)
-        checkpointer.maybe_save(step, last=step == max_steps, best=is_best)
+            failpoints.step_end(step, checkpointer.settle)
+            if distributed.any_rank(context, preemption.stop_requested(), device) or step == stop_at:
+                checkpointer.save(step, best=is_best)
+                run.stop(step, tracking.close, stop_at)
+            checkpointer.maybe_save(step, last=step == max_steps, best=is_best)
     progress.close()
     tracking.close("finished")
 

@@ -67,10 +67,10 @@ class BestTracker:
         self.value = value
         return True
 
-    def record(self, checkpoint: str, step: int) -> None:
-        """Name `checkpoint`, durable now, as the best."""
-        assert self.value is not None
-        entry = {"checkpoint": checkpoint, "step": step, "metric": self.metric, "mode": self.mode, "value": self.value}
+    def record(self, checkpoint: str, step: int, value: float) -> None:
+        """Name `checkpoint`, durable now, as the best, with the `value` it scored (a later evaluation may have
+        beaten it already, while it was being written)."""
+        entry = {"checkpoint": checkpoint, "step": step, "metric": self.metric, "mode": self.mode, "value": value}
         write_json(self.folder / FILE, entry)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,23 +29,41 @@ import torch
 from .checkpoint import CheckpointDir
 
 
-def copied(value: Any) -> Any:
-    """A copy of a state dict that training cannot change: each tensor in memory of its own, on the CPU."""
+def copied(value: Any, memo: dict[tuple[Any, ...], torch.Tensor] | None = None) -> Any:
+    """A copy of a state dict that training cannot change: each tensor in memory of its own, on the CPU.
+
+    What `torch.save` would have kept of the live state is kept: tensors that share their memory (tied weights) share
+    their copy, and a module's state dict keeps its type and its `_metadata` (each module's version)."""
+    memo = {} if memo is None else memo
     if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", copy=True)
+        try:
+            same = (value.device, value.untyped_storage().data_ptr(), value.storage_offset(), value.dtype,
+                    *value.stride(), *value.shape)  # fmt: skip
+        except (RuntimeError, NotImplementedError):  # a tensor without one storage (sparse, say): copied alone
+            same = (id(value),)
+        if same not in memo:
+            memo[same] = value.detach().to("cpu", copy=True)
+        return memo[same]
     if isinstance(value, dict):
-        return {key: copied(item) for key, item in value.items()}
+        items = {key: copied(item, memo) for key, item in value.items()}
+        found = OrderedDict(items) if isinstance(value, OrderedDict) else items
+        if hasattr(value, "_metadata"):
+            found._metadata = copy.deepcopy(value._metadata)  # type: ignore[attr-defined]
+        return found
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*(copied(item, memo) for item in value))
     if isinstance(value, list | tuple):
-        return type(value)(copied(item) for item in value)
+        return type(value)(copied(item, memo) for item in value)
     return copy.deepcopy(value)
 
 
 @dataclass(frozen=True)
 class Write:
-    """A checkpoint handed to the writer: its step, whether it is the best so far, and its outcome."""
+    """A checkpoint handed to the writer: its step, the best value it scored if it is the best so far (None
+    otherwise), and its outcome."""
 
     step: int
-    best: bool
+    best: float | None
     outcome: Future[Path]
 
     @property
@@ -57,7 +76,7 @@ class BackgroundWriter:
         self.folder = folder
         self._in_flight: Write | None = None
 
-    def start(self, state: dict[str, Any], step: int, best: bool) -> None:
+    def start(self, state: dict[str, Any], step: int, best: float | None) -> None:
         """Write `state`, already copied, as the checkpoint of `step`. The write before it must have been collected."""
         assert self._in_flight is None, "collect the write in flight before starting the next"
         outcome: Future[Path] = Future()

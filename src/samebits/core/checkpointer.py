@@ -13,8 +13,9 @@ The files themselves (atomic writes, manifest, fallback) are core/checkpoint.py'
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -122,17 +123,29 @@ class Checkpointer:
             parts = self.state
             taken = snapshot(parts.model, parts.optimizer, parts.scheduler, parts.precision, parts.stream, rng,
                              self.origin)  # fmt: skip
-            self.writer.start(copied(taken), step, best)
+            self.writer.start(copied(taken), step, self.best.value if best else None)
         if wait:
             self.settle()
         distributed.barrier(self.run.context)
+
+    @contextlib.contextmanager
+    def finishing_writes(self) -> Iterator[None]:
+        """Around the loop: however it ends, the write in flight ends first, and counts if it completed. An
+        interpreter that exits on an error would stop it halfway (its checksum needs a thread that an exiting
+        interpreter no longer starts), and the run's failure would name an older checkpoint than it has."""
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):  # the error that ended the loop is the one to report
+                self.settle()
+            raise
 
     def settle(self) -> None:
         """Wait for the write in flight; once it is durable, say so to the trackers, status.json and best.json."""
         written = self.writer.collect()
         if written is None:
             return
-        if written.best:
-            self.best.record(written.name, written.step)  # kept past keep_last
+        if written.best is not None:
+            self.best.record(written.name, written.step, written.best)  # kept past keep_last
         self.publish(written.step)
         self.run.record("running", written.step)  # the step a new attempt would resume from, and a sign of life

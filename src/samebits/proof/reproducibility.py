@@ -109,7 +109,8 @@ def _schedule(cfg: DictConfig) -> Schedule:
 def instantiated_modules(cfg: DictConfig) -> list[str]:
     """The modules of every `_target_` in the research code's groups of `cfg`: what each run of it imports (a
     dataset's scikit-learn, say), which the fork server then imports once for all of them. Not the trackers':
-    a tracker's service may start threads as it is imported, and the server must fork with none."""
+    a tracker's service may start threads as it is imported, and the server must fork with none. (A research
+    module that starts a thread or touches a GPU as it is imported would break that too: prove it with --fresh.)"""
     targets: set[str] = set()
     stack: list[object] = [OmegaConf.to_container(cfg[group], resolve=False) for group in RESEARCH_GROUPS]
     while stack:
