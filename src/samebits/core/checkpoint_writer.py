@@ -38,7 +38,7 @@ def copied(value: Any, memo: dict[tuple[Any, ...], torch.Tensor] | None = None) 
     if isinstance(value, torch.Tensor):
         try:
             same = (value.device, value.untyped_storage().data_ptr(), value.storage_offset(), value.dtype,
-                    *value.stride(), *value.shape)  # fmt: skip
+                    value.stride(), tuple(value.shape))  # fmt: skip
         except (RuntimeError, NotImplementedError):  # a tensor without one storage (sparse, say): copied alone
             same = (id(value),)
         if same not in memo:
@@ -47,7 +47,7 @@ def copied(value: Any, memo: dict[tuple[Any, ...], torch.Tensor] | None = None) 
     if isinstance(value, dict):
         items = {key: copied(item, memo) for key, item in value.items()}
         found = OrderedDict(items) if isinstance(value, OrderedDict) else items
-        if hasattr(value, "_metadata"):
+        if isinstance(found, OrderedDict) and hasattr(value, "_metadata"):  # a plain dict takes no attribute
             found._metadata = copy.deepcopy(value._metadata)  # type: ignore[attr-defined]
         return found
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple

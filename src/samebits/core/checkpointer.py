@@ -126,7 +126,7 @@ class Checkpointer:
             self.writer.start(copied(taken), step, self.best.value if best else None)
         if wait:
             self.settle()
-        distributed.barrier(self.run.context)
+        distributed.barrier(context)
 
     @contextlib.contextmanager
     def finishing_writes(self) -> Iterator[None]:

@@ -75,7 +75,7 @@ def step_end(step: int, settle: Callable[[], None]) -> None:
     if requests.rng_canary:
         random.random()
         np.random.random()
-    if requests.pause == f"step:{step}":
+    if requests.pause and requests.pause == f"step:{step}":  # unset, no string is formatted at each step
         settle()
     pause_if_requested("step", step)
 
