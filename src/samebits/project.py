@@ -8,6 +8,7 @@ runs, a local launcher's job watcher) serve the same project without being told 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
@@ -56,3 +57,10 @@ def current() -> Project:
     source = Path(module.__file__ or "").resolve()
     # src/<package>/__init__.py: the checkout is two folders above the package
     return Project(package=package, root=source.parents[2])
+
+
+def user_cache(package: str, env: Mapping[str, str] = os.environ) -> Path:
+    """${XDG_CACHE_HOME:-$HOME/.cache}/<package> (an empty variable counts as unset): what the library keeps for a
+    project across runs and checkouts (job.sh's checkouts, experiments' composed configs)."""
+    base = env.get("XDG_CACHE_HOME") or f"{env.get('HOME') or Path.home()}/.cache"
+    return Path(base) / package

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, ValidationError
 
 from library.helpers.compose import composed
@@ -101,22 +100,6 @@ def test_a_sweep_of_200_configs_gets_200_names() -> None:
     sweep = ["optim.lr=1e-4,3e-4,1e-3,3e-3,1e-2", "model.hidden_sizes=[32],[64],[128],[256]", "seed=range(10)"]
     assert len({spec.name for spec in specs.expand(sweep)}) == 200
     assert len({name(f"optim.lr={lr}", f"seed={seed}") for lr in (1e-4, 1e-3) for seed in range(5)}) == 10
-
-
-def test_naming_a_run_composes_its_experiment_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The experiment's own config is composed once per name, not again from inside that composition."""
-    calls: list[list[str]] = []
-
-    def counted(overrides: list[str]) -> object:
-        calls.append(list(overrides))
-        return compose_train(overrides)
-
-    compose_train = naming.compose_train
-    monkeypatch.setattr(naming, "compose_train", counted)
-    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)  # as in a new process: no earlier test's run
-    naming._experiment_config.cache_clear()
-    assert re.fullmatch(r"wide_mlp__seed4__[0-9a-f]{8}", name("experiment=wide_mlp", "seed=4"))
-    assert calls == [["experiment=wide_mlp"]]
 
 
 @contextmanager

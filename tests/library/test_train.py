@@ -15,7 +15,9 @@ import samebits
 import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from samebits.core import naming
 
+from library.helpers.compose import composed
 from library.helpers.project import ENVIRONMENT, PACKAGE, ROOT
 from library.helpers.runs import RunTraining
 
@@ -170,12 +172,18 @@ runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
 """
 
 
-def test_a_run_composes_its_config_once_and_its_experiment_once(data_dir: Path, tmp_path: Path) -> None:
+def test_a_run_composes_its_config_once(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Hydra composes the config once to read `hydra.mode` and again to run it; the entry point spares a run the
-    first. The second composition is the experiment's own config, which the run's name is compared with."""
-    env = {**os.environ, **ENVIRONMENT, "DATA_DIR": str(data_dir), "RUNS_DIR": str(tmp_path)}
+    first. The experiment's own config, which the run's name is compared with, was kept by an earlier composition
+    (here, one in this process), so the run composes nothing else."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    naming._experiment_config.cache_clear()
+    composed()  # keeps the default experiment's config, as any earlier run on these configs does
+    naming._experiment_config.cache_clear()
+    assert len(list((tmp_path / "cache" / PACKAGE / "configs").iterdir())) == 1
+    env = {**os.environ, **ENVIRONMENT, "DATA_DIR": str(data_dir), "RUNS_DIR": str(tmp_path / "runs")}
     short = ["trainer.max_steps=1", "sched.warmup_steps=0", "trainer.progress_bar=false"]
     command = [sys.executable, "-c", COUNTING_COMPOSITIONS, f"{PACKAGE}.train", *short]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "compositions: 2" in done.stdout, done.stdout[-500:]
+    assert "compositions: 1" in done.stdout, done.stdout[-500:]

@@ -99,9 +99,15 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
     """The resolved settings that decide what a run computes: everything but NON_IDENTITY_KEYS."""
     raw = OmegaConf.to_container(cfg, resolve=False)  # interpolations stay as text until resolved below
     assert isinstance(raw, dict)
-    for key in ("hydra", *(k for k in NON_IDENTITY_KEYS if "." not in k)):
-        raw.pop(key, None)  # `run_name` itself, and `paths` which interpolates it, must go before resolving
-    settings = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
+    return identity_of(raw)
+
+
+def identity_of(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`identity` of a config given as its unresolved container (OmegaConf.to_container(cfg, resolve=False))."""
+    dropped = ("hydra", *(k for k in NON_IDENTITY_KEYS if "." not in k))
+    # `run_name` itself, and `paths` which interpolates it, must go before resolving
+    kept = {key: value for key, value in raw.items() if key not in dropped}
+    settings = OmegaConf.to_container(OmegaConf.create(kept), resolve=True)
     assert isinstance(settings, dict)
     for dotted in (k for k in NON_IDENTITY_KEYS if "." in k):
         parent, _, leaf = dotted.rpartition(".")

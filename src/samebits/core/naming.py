@@ -22,7 +22,9 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from .config import compose_train, flatten, identity
+from ..project import current, user_cache
+from .config import compose_train, flatten, identity, identity_of
+from .experiment_config import OwnConfig, own_config
 from .hashing import config_sha256
 
 MAX_SUMMARY_CHARS = 80
@@ -58,10 +60,11 @@ def run_name(
     return "__".join(part for part in parts if part)
 
 
-def followed(cfg: DictConfig) -> dict[str, str]:
-    """The settings of an unresolved `cfg` that are plain interpolations: {"sched.total_steps": "trainer.max_steps"}."""
-    raw = OmegaConf.to_container(cfg, resolve=False)
-    assert isinstance(raw, dict)
+def followed(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
+    """The settings of an unresolved `cfg` (or its container) that are plain interpolations:
+    {"sched.total_steps": "trainer.max_steps"}."""
+    raw = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else cfg
+    assert isinstance(raw, Mapping)
     flat = flatten(raw).items()
     return {key: found.group(1) for key, value in flat if isinstance(value, str) and (found := _PLAIN.fullmatch(value))}
 
@@ -84,15 +87,25 @@ def _slug(text: str) -> str:
 @lru_cache(maxsize=16)
 def _experiment_config(experiment: str | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     """The identity, group choices and followed settings of an experiment with no overrides: what a run's name is
-    compared with. (Followed settings come from here: by the time a name resolves, its own config may be half
-    resolved.)"""
+    compared with, composed once per version of the configs (experiment_config.py). (Followed settings come from
+    here: by the time a name resolves, its own config may be half resolved.)"""
+    sources = [(source.schema, source.path) for source in HydraConfig.get().runtime.config_sources]
+    folder = user_cache(current().package) / "configs"
+    config, choices = own_config(experiment, sources, folder, lambda: _composed_experiment(experiment))
+    return identity_of(config), choices, followed(config)
+
+
+def _composed_experiment(experiment: str | None) -> OwnConfig:
     overrides = [f"experiment={experiment}"] if experiment else []
     composing = _COMPOSING_EXPERIMENT.set(True)
     try:
         cfg = compose_train(overrides)
     finally:
         _COMPOSING_EXPERIMENT.reset(composing)
-    return identity(cfg), dict(cfg.hydra.runtime.choices), followed(cfg)
+    config = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(config, dict)
+    del config["hydra"]
+    return config, dict(cfg.hydra.runtime.choices)
 
 
 def _auto_run_name(*, _root_: DictConfig) -> str:

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..core.locks import try_exclusive
+from ..project import user_cache
 
 SHA = re.compile(r"[0-9a-f]{7,64}")
 MARKERS = (".ready", ".lock", ".used")  # removed in this order: `.used`, whose lock guards the rest, last
@@ -25,8 +26,7 @@ MARKERS = (".ready", ".lock", ".used")  # removed in this order: `.used`, whose 
 
 def cache_dir(package: str, env: Mapping[str, str] = os.environ) -> Path:
     """The folder job.sh uses: $JOB_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/<package>/jobs (empty = unset)."""
-    base = env.get("XDG_CACHE_HOME") or f"{env.get('HOME') or Path.home()}/.cache"
-    return Path(env.get("JOB_CACHE") or f"{base}/{package}/jobs").resolve()
+    return Path(env.get("JOB_CACHE") or user_cache(package, env) / "jobs").resolve()
 
 
 @dataclass(frozen=True)
