@@ -48,9 +48,9 @@ def proof(project: Path, rounds: int, quick: bool) -> Section:
         title="Reproducibility proof",
         method=f"`uv run nox -s reproducibility` in the default project, {what}, {rounds} interleaved rounds"
         + ("" if quick else "; the session's venv made before the first, as a developer's second run finds it")
-        + ". Forked: every run but torchrun's workers forked from one process that has imported torch (the "
-        "default); fresh: `-- --fresh`, every run a new interpreter. Forked ÷ fresh: round by round. "
-        + f"CPU cores: {os.cpu_count()}.",
+        + ". Forked: every run forked from one process that has imported torch, torchrun's workers from one of "
+        "torchrun's launcher (the default); fresh: `-- --fresh`, every run a new interpreter. Forked ÷ fresh: "
+        "round by round. " + f"CPU cores: {os.cpu_count()}.",
         columns=["forked (s)", "fresh (s)", "forked ÷ fresh"],
         rows=[[spread(forked), spread(fresh), spread(ratios)]],
         goals=[Goal(f"≤ {PROOF_GOAL_S} s on 2 cores", f"{forked.median:.0f} s", forked.median <= PROOF_GOAL_S)],

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from samebits.proof import forks
+from samebits.proof.chains import FORKED_TORCHRUN
 
 PROBE = "library.helpers.forked_probe"
 
@@ -60,3 +61,27 @@ def test_a_forked_run_is_a_process_of_its_own(tmp_path: Path, monkeypatch: pytes
         Path(f"{report}.waiting").unlink()
         waiting.send_signal(signum)
         assert waiting.wait(timeout=120) == code
+
+
+def test_torchruns_forked_workers_are_processes_of_their_own(tmp_path: Path) -> None:
+    """The proof's torchrun (proof/forked_torchrun.py) forks its workers; each is still a process of its own, with
+    its rank's environment and generators reseeded, and a worker's failure fails the launch as torchrun's does.
+    (Proof 6 runs it to success, and to a requeue exit, at every proof.)"""
+    code = 75
+    tests = str(Path(__file__).parents[1])
+    context = forks.start_server(["library.helpers.preloaded"], {"PYTHONPATH": tests}, tmp_path / "tracker")
+    report = tmp_path / "seen.json"
+    environment = {**os.environ, "PROBE_REPORT": str(report), "PYTHONPATH": tests}
+    torchrun = ["--standalone", "--nproc-per-node=2", "-m", PROBE, "exit", str(code)]
+    launcher = forks.Forked(
+        context, FORKED_TORCHRUN, ["--preload", "library.helpers.preloaded", *torchrun], environment, tmp_path / "err"
+    )
+    assert launcher.wait(timeout=300) == 1  # torchrun's code for a failed worker, whatever the worker's
+    seen = [json.loads(Path(f"{report}{rank}").read_text()) for rank in range(2)]
+    assert len({launcher.pid, os.getpid(), *(worker["pid"] for worker in seen)}) == 4
+    for rank, worker in enumerate(seen):
+        assert worker["preloaded"]  # by the launcher's server, not by the worker
+        assert worker["argv"][1:] == ["exit", str(code)]
+        assert (worker["environment"]["RANK"], worker["environment"]["WORLD_SIZE"]) == (str(rank), "2")
+    assert seen[0]["draws"][1:] != seen[1]["draws"][1:]  # NumPy's and torch's generators reseeded in each
+    assert (tmp_path / "err").read_text().count("to stderr") == 2

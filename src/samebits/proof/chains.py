@@ -70,6 +70,7 @@ SHARED_ENVIRONMENT = {
 # object, which `python -m` never makes. torch._inductor is imported by torch.use_deterministic_algorithms, at the
 # start of every run (and with it torch._dynamo, which every optimizer imports too).
 PRELOAD = ["samebits.entry", "torch._inductor"]
+FORKED_TORCHRUN = "samebits.proof.forked_torchrun"
 
 
 class Runner:
@@ -86,9 +87,9 @@ class Runner:
     ) -> None:
         self.scratch, self.overrides, self.log = scratch, overrides, log
         self._forks = None
+        self._preload = [*PRELOAD, *preload]
         if not fresh:
-            modules = [*PRELOAD, *preload]
-            self._forks = forks.start_server(modules, SHARED_ENVIRONMENT, scratch / "resource_tracker.stderr")
+            self._forks = forks.start_server(self._preload, SHARED_ENVIRONMENT, scratch / "resource_tracker.stderr")
 
     def folder(self, name: str) -> Path:
         return self.scratch / name
@@ -104,7 +105,10 @@ class Runner:
         env["REPRODUCIBILITY_PAUSE_MARKER"] = str(marker)
         module, args = f"{current().package}.train", [f"paths.runs_dir={self.folder(name)}", "main_tag=proof"]
         if nproc > 1:
-            module, args = "torch.distributed.run", ["--standalone", f"--nproc-per-node={nproc}", "-m", module, *args]
+            args = ["--standalone", f"--nproc-per-node={nproc}", "-m", module, *args]
+            # Forked, torchrun's workers are forked too, from a server of the launcher's (forked_torchrun.py).
+            module, args = ("torch.distributed.run", args) if self._forks is None else (FORKED_TORCHRUN, [
+                "--preload", ",".join(self._preload), *args])  # fmt: skip
         # stderr goes to a file: a pipe nobody reads while we wait for the pause would fill and block the run.
         stderr_file = self.scratch / f"{name}.stderr"
         process = self._start(module, [*args, *self.overrides, *extra], env, stderr_file)

@@ -2,11 +2,11 @@
 
 Each run of the proof is still its own OS process: its own pid, real signals, a real kill -9, its own exit code.
 What it no longer pays is the interpreter's start-up. Importing torch takes seconds of CPU, and the proof starts
-16 processes of its own (torchrun starts 8 more, its workers, as fresh interpreters). The server imports what
-the runs import (the caller names it: the proof names samebits' entry, and with it torch and Hydra), and does
-nothing else: it trains nothing, seeds and draws from no generator, starts no thread and never touches a GPU. A
-child takes the run's environment and arguments, then runs the module as `python -m` would; everything a run
-computes, from its seeds on, happens after the fork.
+18 processes of its own (torchrun's 8 workers are forked by torchrun's launcher: forked_torchrun.py). The server
+imports what the runs import (the caller names it: the proof names samebits' entry, and with it torch and
+Hydra), and does nothing else: it trains nothing, seeds and draws from no generator, starts no thread and never
+touches a GPU. A child takes the run's environment and arguments, then runs the module as `python -m` would;
+everything a run computes, from its seeds on, happens after the fork.
 
 The server is multiprocessing's fork server, one per process. It starts with what every run shares in its
 environment (PYTHONHASHSEED above all, which an interpreter reads only as it starts); each child then takes its own
@@ -92,26 +92,32 @@ def _run_module(module: str, args: list[str], env: dict[str, str], stderr: str) 
     environment `env`, output to `stderr`."""
     os.environ.clear()
     os.environ.update(env)
-    _seed_from_the_system()
     with open(os.devnull, "w") as devnull, open(stderr, "w") as errors:
         os.dup2(devnull.fileno(), sys.stdout.fileno())
         os.dup2(errors.fileno(), sys.stderr.fileno())
-    sys.argv = [module, *args]
-    try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as stop:
-        code = failpoints.exit_status(stop.code)
-    except BaseException:  # a crash ends as Python ends it: traceback on stderr, exit code 1
-        import traceback
-
-        traceback.print_exc()
-        code = 1
+    code = run_as_main(module, args)
     # Never back into multiprocessing, whose own exit would differ from the interpreter's a real run ends with.
     failpoints.exit_without_teardown(code)
 
 
-def _seed_from_the_system() -> None:
+def run_as_main(module: str, args: list[str]) -> int:
+    """Run `python -m module args` in this forked process, its generators reseeded first; its exit status. A crash
+    ends as Python ends it: traceback on stderr, status 1."""
+    seed_from_the_system()
+    sys.argv = [module, *args]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return 0
+    except SystemExit as stop:
+        return failpoints.exit_status(stop.code)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        return 1
+
+
+def seed_from_the_system() -> None:
     """Give torch's and NumPy's global generators a seed from the system, as each gets in a fresh interpreter.
 
     Forked, a run would otherwise start from the server's seeds, the same in every run, and a run that forgot to

@@ -16,8 +16,9 @@ same metrics.jsonl, line for line and bit for bit:
   7. the latest checkpoint truncated: it is reported, the one before it is used;
   8. kill -9 while a checkpoint is written in the background, the loop trained and logged past it, then a relaunch.
 One table row per proof; the exit code is 1 on any difference. The proofs start 26 training processes. Each is
-its own OS process, interrupted by real signals; all but torchrun's workers are forked from one that has
-imported torch already, and skip most of its start-up (forks.py); `--fresh` starts each as a new interpreter.
+its own OS process, interrupted by real signals, forked from one that has imported torch already (torchrun's
+workers from torchrun's launcher), so each skips most of its start-up (forks.py, forked_torchrun.py); `--fresh`
+starts each as a new interpreter, and runs the torchrun command itself.
 `--only` runs a subset. The proof's time is in BENCHMARKS.md.
 """
 

@@ -1,4 +1,5 @@
-"""Run by test_forks.py in a forked process: records what it sees, then exits or waits, as its arguments say."""
+"""Run by test_forks.py in a forked process (or as a forked torchrun worker): records what it sees, then exits or
+waits, as its arguments say."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import torch
 
 
 def main() -> None:
-    report = Path(os.environ["PROBE_REPORT"])
+    report = Path(os.environ["PROBE_REPORT"] + os.environ.get("RANK", ""))  # one report per torchrun worker
     print("to stdout")
     print("to stderr", file=sys.stderr)
     seen = {
