@@ -11,9 +11,10 @@ import samebits
 from samebits.core import errors
 
 SOURCE = Path(samebits.__file__).resolve().parent
-# Where a process may end: the one exit point, the proof's quick exit, and the scripts nox runs by path.
+# Where a process may end: the one exit point, the proof's quick exit, the proof's torchrun (its workers end with
+# their run's code, as torchrun's do), and the scripts nox runs by path.
 ENDS_PROCESSES = {"core/errors.py", "core/failpoints.py", "core/deps.py", "core/template_version.py",
-                  "launch/local_job.py"}  # fmt: skip
+                  "launch/local_job.py", "proof/forked_torchrun.py"}  # fmt: skip
 
 
 def process_ends(path: Path) -> list[str]:

@@ -15,9 +15,7 @@ import samebits
 import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
-from samebits.core import naming
 
-from library.helpers.compose import composed
 from library.helpers.project import ENVIRONMENT, PACKAGE, ROOT
 from library.helpers.runs import RunTraining
 
@@ -172,18 +170,15 @@ runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
 """
 
 
-def test_a_run_composes_its_config_once(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_composes_its_config_once(data_dir: Path, tmp_path: Path) -> None:
     """Hydra composes the config once to read `hydra.mode` and again to run it; the entry point spares a run the
-    first. The experiment's own config, which the run's name is compared with, was kept by an earlier composition
-    (here, one in this process), so the run composes nothing else."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    naming._experiment_config.cache_clear()
-    composed()  # keeps the default experiment's config, as any earlier run on these configs does
-    naming._experiment_config.cache_clear()
-    assert len(list((tmp_path / "cache" / PACKAGE / "configs").iterdir())) == 1
-    env = {**os.environ, **ENVIRONMENT, "DATA_DIR": str(data_dir), "RUNS_DIR": str(tmp_path / "runs")}
+    first. The experiment's own config, which the run's name is compared with, is composed by the first run on
+    these configs and kept (core/experiment_config.py), so the next run composes its own config only."""
+    env = {**os.environ, **ENVIRONMENT, "DATA_DIR": str(data_dir), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     short = ["trainer.max_steps=1", "sched.warmup_steps=0", "trainer.progress_bar=false"]
-    command = [sys.executable, "-c", COUNTING_COMPOSITIONS, f"{PACKAGE}.train", *short]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "compositions: 1" in done.stdout, done.stdout[-500:]
+    for run, compositions in (("first", 2), ("second", 1)):
+        command = [sys.executable, "-c", COUNTING_COMPOSITIONS, f"{PACKAGE}.train", *short, f"main_tag={run}"]
+        env["RUNS_DIR"] = str(tmp_path / run)
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"compositions: {compositions}" in done.stdout, (run, done.stdout[-500:])
