@@ -3,7 +3,7 @@
 Composing it again costs every run a third of a second at start, for a config that changes only when the config
 files or the schemas do (docs/decisions/0017-experiment-config-kept-across-runs.md). It is kept under a key over
 everything that composition reads:
-- the text of every config file on Hydra's search path, the library's and Hydra's own included;
+- the text of every config file on Hydra's search path (the project's `configs/` and Hydra's own);
 - every registered schema (Hydra's ConfigStore), with the type of each of its values;
 - the experiment's name, and the versions of Hydra, OmegaConf and Python.
 

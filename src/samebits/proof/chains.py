@@ -105,10 +105,11 @@ class Runner:
         env["REPRODUCIBILITY_PAUSE_MARKER"] = str(marker)
         module, args = f"{current().package}.train", [f"paths.runs_dir={self.folder(name)}", "main_tag=proof"]
         if nproc > 1:
-            args = ["--standalone", f"--nproc-per-node={nproc}", "-m", module, *args]
-            # Forked, torchrun's workers are forked too, from a server of the launcher's (forked_torchrun.py).
-            module, args = ("torch.distributed.run", args) if self._forks is None else (FORKED_TORCHRUN, [
-                "--preload", ",".join(self._preload), *args])  # fmt: skip
+            torchrun = ["--standalone", f"--nproc-per-node={nproc}", "-m", module, *args]
+            if self._forks is None:
+                module, args = "torch.distributed.run", torchrun
+            else:  # its workers forked too, from a server of the launcher's (forked_torchrun.py)
+                module, args = FORKED_TORCHRUN, ["--preload", ",".join(self._preload), *torchrun]
         # stderr goes to a file: a pipe nobody reads while we wait for the pause would fill and block the run.
         stderr_file = self.scratch / f"{name}.stderr"
         process = self._start(module, [*args, *self.overrides, *extra], env, stderr_file)

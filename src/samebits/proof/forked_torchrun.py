@@ -7,7 +7,7 @@ handling and exit codes). One thing differs: torchrun starts a `-m MODULE` worke
 imports torch again, while here each worker is a function that runs the module, started by the agent with the
 `forkserver` start method (`LaunchConfig.start_method`, which torch offers for function entrypoints). The launcher's
 fork server imports `--preload` once; each worker is still its own process, with its own pid and rank
-environment, and reseeds torch's and NumPy's generators from the system as a forked run does (forks.py).
+environment, and reseeds torch's and NumPy's generators from the system as a forked run does (forks.run_as_main).
 `<package> proof --fresh` runs the torchrun command line itself, every worker a new interpreter
 (docs/decisions/0018-torchrun-workers-forked-in-the-proof.md).
 """

@@ -103,7 +103,7 @@ def _run_module(module: str, args: list[str], env: dict[str, str], stderr: str) 
 def run_as_main(module: str, args: list[str]) -> int:
     """Run `python -m module args` in this forked process, its generators reseeded first; its exit status. A crash
     ends as Python ends it: traceback on stderr, status 1."""
-    seed_from_the_system()
+    _seed_from_the_system()
     sys.argv = [module, *args]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
@@ -117,7 +117,7 @@ def run_as_main(module: str, args: list[str]) -> int:
         return 1
 
 
-def seed_from_the_system() -> None:
+def _seed_from_the_system() -> None:
     """Give torch's and NumPy's global generators a seed from the system, as each gets in a fresh interpreter.
 
     Forked, a run would otherwise start from the server's seeds, the same in every run, and a run that forgot to
