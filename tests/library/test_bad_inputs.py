@@ -240,18 +240,11 @@ ROWS = {
         prepare=damage("dev/paused/checkpoints/manifest.json", b'{"step_0000'),
         touches="paused",
     ),
-    "latest-damaged": Row(
+    "manifest-from-newer-samebits": Row(
         [*SHORT, KEEP_ALL, "run_name=paused"],
         0,
-        "latest is damaged",
-        prepare=damage("dev/paused/checkpoints/latest", b"\x00garbage"),
-        touches="paused",
-    ),
-    "latest-deleted": Row(
-        [*SHORT, KEEP_ALL, "run_name=paused"],
-        0,
-        "latest is missing: using the newest checkpoint in the manifest",
-        prepare=removed("dev/paused/checkpoints/latest"),
+        "manifest.json is in format 3, from a newer samebits: update samebits",
+        prepare=damage("dev/paused/checkpoints/manifest.json", b'{"format": 3}'),
         touches="paused",
     ),
     "disk-full": Row(

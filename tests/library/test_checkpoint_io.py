@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 from importlib import import_module
 from pathlib import Path
@@ -28,15 +29,15 @@ def test_the_manifest_holds_the_checksum_of_the_whole_file(tmp_path: Path) -> No
     directory = checkpoint.CheckpointDir(tmp_path, keep_last=3)
     big = {**state(1.0), "optimizer": {"exp_avg": torch.randn(3_000_000)}}  # 12 MB, over many writes and blocks
     path = directory.save(big, 100)
-    assert json.loads((tmp_path / "manifest.json").read_text()) == {
-        path.name: "xxh3_128:" + xxhash.xxh3_128(path.read_bytes()).hexdigest()
-    }
+    checksum = "xxh3_128:" + xxhash.xxh3_128(path.read_bytes()).hexdigest()
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest == {"format": 2, "latest": path.name, "checkpoints": {path.name: checksum}}
     assert not [thread for thread in threading.enumerate() if thread.name.startswith("checksum")]
 
 
 def written_before(folder: Path, *steps: int) -> None:
-    """The layout samebits 0.3 and before wrote: torch.save files, their bare sha256 in manifest.json, the newest
-    named in `latest`."""
+    """The layout samebits 0.3 and before wrote: torch.save files, their bare sha256 in a flat manifest.json (format
+    1), the newest named in `latest`."""
     for step in steps:
         torch.save({"format": 1, "step": step, **state(float(step))}, folder / f"step_{step:06d}.pt")
     manifest = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in folder.glob("step_*.pt")}
@@ -50,10 +51,49 @@ def test_a_checkpoint_folder_written_before_still_loads(tmp_path: Path) -> None:
     assert directory.load_latest()["step"] == 100
     directory.save(state(2.0), 200)  # one manifest, two algorithms: each entry names its own
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert len(manifest["step_000100.pt"]) == 64 and manifest["step_000200.pt"].startswith("xxh3_128:")
+    assert manifest["format"] == 2 and manifest["latest"] == "step_000200.pt"
+    listed = manifest["checkpoints"]
+    assert len(listed["step_000100.pt"]) == 64 and listed["step_000200.pt"].startswith("xxh3_128:")
+    directory.clean()  # waits for the format-1 `latest` to be deleted: the manifest names the latest now
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["manifest.json", "step_000100.pt", "step_000200.pt"]
     assert checkpoint.CheckpointDir(tmp_path, keep_last=3).load_latest()["step"] == 200
-    (tmp_path / "latest").write_text("step_000100.pt")
+
+
+def test_a_format_1_latest_still_picks_the_checkpoint(tmp_path: Path) -> None:
+    written_before(tmp_path, 100, 200)
+    (tmp_path / "latest").write_text("step_000100.pt")  # a run rolled back to it
     assert checkpoint.CheckpointDir(tmp_path, keep_last=3).load_latest()["step"] == 100
+
+
+def test_a_manifest_from_a_newer_samebits_is_reported_and_each_checkpoint_loaded_instead(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = checkpoint.CheckpointDir(tmp_path, keep_last=3)
+    for step in (100, 200):
+        directory.save(state(float(step)), step)
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": 3, "entries": []}))
+    with caplog.at_level(logging.WARNING):
+        assert checkpoint.CheckpointDir(tmp_path, keep_last=3).load_latest()["step"] == 200
+    assert "manifest.json is in format 3, from a newer samebits: update samebits" in caplog.text
+
+
+def test_a_save_fsyncs_the_checkpoint_the_manifest_and_the_folder_once_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = checkpoint.CheckpointDir(tmp_path, keep_last=1)
+    directory.save(state(1.0), 100)
+    synced: list[str] = []
+    real_fsync = os.fsync
+    folder = tmp_path.stat().st_ino
+
+    def fsync(descriptor: int) -> None:
+        inode = os.fstat(descriptor).st_ino
+        synced.append("folder" if inode == folder else "file")
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    directory.save(state(2.0), 200)
+    assert synced == ["file", "file", "folder"]
 
 
 def test_a_damaged_checkpoint_written_before_fails_its_sha256(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -99,25 +139,15 @@ def test_pruning_leaves_only_the_kept_files(tmp_path: Path, caplog: pytest.LogCa
     with caplog.at_level(logging.WARNING):
         directory.clean()  # waits for the last deletion: nothing is left for it to report
     assert caplog.text == ""
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["latest", "manifest.json", "step_000300.pt"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["manifest.json", "step_000300.pt"]
 
 
 @pytest.mark.parametrize("keep_last", [1, 2])
-@pytest.mark.parametrize(
-    ("checkpoint_renamed", "manifest_renamed", "latest_renamed"),
-    [
-        (True, False, False),
-        (False, True, False),
-        (False, False, True),
-        (True, True, False),
-        (True, False, True),
-        (False, True, True),
-    ],  # fmt: skip
-)
-def test_a_crash_that_kept_some_renames_of_a_save_falls_back(
-    tmp_path: Path, checkpoint_renamed: bool, manifest_renamed: bool, latest_renamed: bool, keep_last: int
+@pytest.mark.parametrize(("checkpoint_renamed", "manifest_renamed"), [(True, False), (False, True)])
+def test_a_crash_that_kept_one_rename_of_a_save_falls_back(
+    tmp_path: Path, checkpoint_renamed: bool, manifest_renamed: bool, keep_last: int
 ) -> None:
-    """The renames of a save share one fsync of the folder: a crash before it may keep any of them."""
+    """The renames of a save share one fsync of the folder: a crash before it may keep either without the other."""
     directory = checkpoint.CheckpointDir(tmp_path, keep_last=keep_last)
     for step in (100, 200):
         directory.save(state(float(step)), step)
@@ -126,20 +156,18 @@ def test_a_crash_that_kept_some_renames_of_a_save_falls_back(
     directory.save(state(300.0), 300)
     directory.clean()  # waits for the pruned checkpoint to be deleted
     after = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
-    # As the save's first manifest write left it: what it keeps, and the checkpoint `latest` named until then.
-    manifest_then = {**json.loads(after["manifest.json"]), "step_000200.pt": json.loads(before["manifest.json"])[
-        "step_000200.pt"]}  # fmt: skip
     for path in tmp_path.iterdir():
         path.unlink()
     left = {**before, **({"step_000300.pt": after["step_000300.pt"]} if checkpoint_renamed else {})}
-    left |= {"manifest.json": json.dumps(manifest_then).encode()} if manifest_renamed else {}
-    left |= {"latest": after["latest"]} if latest_renamed else {}
+    left |= {"manifest.json": after["manifest.json"]} if manifest_renamed else {}
     for name, data in left.items():
         (tmp_path / name).write_bytes(data)
     restarted = checkpoint.CheckpointDir(tmp_path, keep_last=keep_last)
     restarted.clean()
     assert restarted.load_latest()["step"] == 200
     restarted.save(state(300.0), 300)  # and the run goes on from there
+    restarted.clean()
     expected = ["step_000200.pt", "step_000300.pt"][-keep_last:]
-    assert sorted(json.loads((tmp_path / "manifest.json").read_text())) == expected
+    assert sorted(path.name for path in tmp_path.glob("step_*.pt")) == expected
+    assert json.loads((tmp_path / "manifest.json").read_text())["latest"] == "step_000300.pt"
     assert restarted.load_latest()["step"] == 300

@@ -12,12 +12,17 @@ from torch import nn
 
 best = import_module("samebits.core.best")
 checkpoint = import_module("samebits.core.checkpoint")
+checkpoint_manifest = import_module("samebits.core.checkpoint_manifest")
 checkpointer = import_module("samebits.core.checkpointer")
 distributed = import_module("samebits.core.distributed")
 run_folder = import_module("samebits.core.run_folder")
 writer = import_module("samebits.core.checkpoint_writer")
 
 ORIGIN = {"config_sha256": "c" * 64, "commit": "a" * 40, "uv_lock_sha256": "l" * 64}
+
+
+def latest(folder: Path) -> str | None:
+    return checkpoint_manifest.read(folder).latest
 
 
 def trained_parts() -> tuple[nn.Module, torch.optim.Optimizer]:
@@ -75,7 +80,7 @@ def test_a_failed_write_is_raised_where_the_loop_collects_it_and_keeps_the_check
     background.start({"model": {"weight": torch.zeros(3)}, "origin": ORIGIN, "rng": [{}]}, 10, best=0.9)
     with pytest.raises(OSError):
         background.collect()
-    assert (tmp_path / "checkpoints" / "latest").read_text() == "step_000005.pt"
+    assert latest(tmp_path / "checkpoints") == "step_000005.pt"
     loaded = folder.load_latest()
     assert loaded is not None and loaded["step"] == 5 and torch.equal(loaded["model"]["weight"], torch.ones(3))
 
@@ -85,7 +90,7 @@ def test_only_one_write_is_in_flight(tmp_path: Path) -> None:
     background.start({"model": {}, "origin": ORIGIN, "rng": [{}]}, 1, best=None)
     with pytest.raises(AssertionError, match="collect the write in flight"):
         background.start({"model": {}, "origin": ORIGIN, "rng": [{}]}, 2, best=None)
-    assert background.collect().step == 1 and (tmp_path / "latest").read_text() == "step_000001.pt"
+    assert background.collect().step == 1 and latest(tmp_path) == "step_000001.pt"
 
 
 def test_the_copy_keeps_what_torch_save_would_keep_of_the_live_state() -> None:
@@ -116,6 +121,6 @@ def test_a_loop_that_fails_first_waits_for_the_write_in_flight_and_counts_it(tmp
     with pytest.raises(RuntimeError, match="the loop failed"), saver.finishing_writes():
         raise RuntimeError("the loop failed")
     assert published == [10] and run.step == 10
-    assert (folder.folder / "latest").read_text() == "step_000010.pt"
+    assert latest(folder.folder) == "step_000010.pt"
     assert best.read(folder.folder) == {"checkpoint": "step_000010.pt", "step": 10, "metric": "val/acc",
                                         "mode": "max", "value": 0.5}  # fmt: skip

@@ -1,22 +1,20 @@
-"""Checkpoints that survive kill -9: atomic files, a checksum manifest, a `latest` pointer, and fallback.
+"""Checkpoints that survive kill -9: atomic files, a manifest that names the latest, and fallback.
 
 Layout of `<run folder>/checkpoints/`:
 
     step_000300.pt     a dict loadable with torch.load(weights_only=True); the model is under "model"
-    manifest.json      {"step_000300.pt": "xxh3_128:<hex>", ...}: a file missing from it was never completed
-                       (core/checksums.py; a bare hex digest is an older version's sha256, still checked)
-    latest             the name of the newest complete checkpoint, written last
+    manifest.json      the complete checkpoints, each with its checksum (core/checksums.py), and the latest
+                       (core/checkpoint_manifest.py): a checkpoint missing from it was never completed
     best.json          which checkpoint scored best on trainer.best_metric (core/best.py); kept past keep_last
 
-A save writes the checkpoint, then the manifest, then `latest`, each atomically, so a crash at any moment
-leaves the previous checkpoint usable. On load, a checkpoint whose checksum fails is reported and skipped,
-and the one before it is used. A damaged `manifest.json` is reported too: each checkpoint is then checked by
-loading it (a file at its final name was put there whole, by a rename). A damaged or missing `latest` is reported,
-and the newest checkpoint in the manifest that passes its checksum is used.
+A save writes the checkpoint, then the manifest, each atomically, so a crash at any moment leaves the previous
+checkpoint usable. On load, a checkpoint whose checksum fails is reported and skipped, and the one before it is
+used. A damaged `manifest.json` is reported too: each checkpoint is then checked by loading it (a file at its final
+name was put there whole, by a rename), newest first.
 
 What a save adds to `torch.save` and its fsync is kept off its path where it can be: the checksum is taken on
-a thread while the file is fsynced, the checkpoint's rename shares the folder's fsync with the manifest's and
-`latest`'s, and the checkpoints past keep_last are deleted on a thread.
+a thread while the file is fsynced, the checkpoint's rename shares the folder's fsync with the manifest's, and the
+checkpoints past keep_last are deleted on a thread.
 
 A save that fails because the disk is full or read-only raises the OSError (torch reports it as a RuntimeError)
 and leaves the previous checkpoint as it was.
@@ -24,10 +22,8 @@ and leaves the previous checkpoint as it was.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -35,20 +31,14 @@ from typing import IO, Any
 
 import torch
 
-from . import checksums, failpoints
+from . import checkpoint_manifest, checksums, failpoints
 from .best import read as read_best
-from .files import (
-    delete_later,
-    remove_stale_temporaries,
-    write_atomic,
-    write_json,
-    write_text,
-)
+from .checkpoint_manifest import Manifest, step_of
+from .files import delete_later, remove_stale_temporaries, write_atomic
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
-NAME = re.compile(r"step_(\d+)\.pt")
+FORMAT = 1  # of a checkpoint file's contents; the manifest has its own
 
 
 class CheckpointUnreadable(Exception):
@@ -58,14 +48,14 @@ class CheckpointUnreadable(Exception):
 class CheckpointDir:
     def __init__(self, folder: Path, keep_last: int) -> None:
         self.folder, self.keep_last = folder, keep_last
-        self._rebuilt: dict[str, str] | None = None  # the manifest worked out from the files, when it is damaged
+        self._rebuilt: Manifest | None = None  # the manifest worked out from the files, when it is damaged
         self._pruning: threading.Thread | None = None  # frees the checkpoints the last save dropped
 
     def clean(self) -> None:
         """Remove what killed saves left: temporary files, and checkpoints that never reached the manifest."""
         self._wait_for_pruning()
-        manifest = self._manifest()
-        orphans = [path for path in self.folder.glob("step_*.pt") if path.name not in manifest]
+        listed = self._manifest().checkpoints
+        orphans = [path for path in self.folder.glob("step_*.pt") if path.name not in listed]
         for path in [*remove_stale_temporaries(self.folder), *orphans]:
             path.unlink(missing_ok=True)
             log.warning("removed %s, left by an interrupted save", path.name)
@@ -86,10 +76,10 @@ class CheckpointDir:
             hashing.append(helper.submit(checksums.of_descriptor, os.dup(out.fileno())))
             failpoints.pause_if_requested("save", step)  # the proof kills the process here, mid-save
 
-        # The renames of the checkpoint and of the manifest are made durable by the fsync of the folder that
-        # writing `latest` ends with (each file's content is fsynced before its rename). Journaling file systems
-        # (ext4, XFS) keep renames in order; should a crash keep some of the three and not the others, find_latest
-        # falls back to the checkpoint before, as for any file missing or not in the manifest (test_checkpoint_io).
+        # The checkpoint's rename is made durable by the fsync of the folder that writing the manifest ends with
+        # (each file's content is fsynced before its rename). Journaling file systems (ext4, XFS) keep renames in
+        # order; should a crash keep the manifest's and not the checkpoint's, the manifest still names the
+        # checkpoint that was the latest before, and the run falls back to it (test_checkpoint_io).
         try:
             write_atomic(path, write, sync_folder=False)
             digest = hashing[0].result()
@@ -99,30 +89,29 @@ class CheckpointDir:
             raise
         finally:
             helper.shutdown()
-        manifest = {**self._manifest(), name: digest}
+        current = self._manifest()
+        checkpoints = {**current.checkpoints, name: digest}
         # Kept: the newest keep_last up to this step (any after it were left by an attempt that was later rolled
-        # back to an earlier checkpoint), and the best one. The manifest is written once, already without what this
-        # save prunes, except the checkpoint `latest` names until it is rewritten: a crash in between must still
-        # find it. That one is outside `kept` only with keep_last=1, which then takes a second write.
-        kept = sorted((n for n in manifest if _step(n) <= step), key=_step)[-self.keep_last :]
-        if (best := read_best(self.folder)) and best["checkpoint"] in manifest and _step(best["checkpoint"]) <= step:
-            kept = sorted({*kept, best["checkpoint"]}, key=_step)
-        previous = self._named_latest()
-        written = kept if previous not in manifest else sorted({*kept, previous}, key=_step)
-        write_json(self.folder / "manifest.json", {key: manifest[key] for key in written}, sync_folder=False)
-        write_text(self.folder / "latest", name)
-        if written != kept:
-            write_json(self.folder / "manifest.json", {key: manifest[key] for key in kept})
+        # back to an earlier checkpoint), and the best one.
+        kept = sorted((n for n in checkpoints if step_of(n) <= step), key=step_of)[-self.keep_last :]
+        best = (read_best(self.folder) or {}).get("checkpoint")
+        if best in checkpoints and step_of(best) <= step:
+            kept = sorted({*kept, best}, key=step_of)
+        # The one before stays listed until the next save: the fallback should a crash lose this checkpoint's rename.
+        fallback = max((n for n in current.checkpoints if step_of(n) < step), key=step_of, default=None)
+        listed = sorted({*kept, *([fallback] if fallback else [])}, key=step_of)
+        checkpoint_manifest.write(self.folder, {key: checkpoints[key] for key in listed}, name)
         self._rebuilt = None
-        # Only now that `latest` names the new file may the others go.
-        self._pruning = delete_later([self.folder / old for old in set(manifest) - set(kept)])
+        # Only now that the manifest names the new file, durably, may the others go; with them a format-1 `latest`.
+        doomed = [self.folder / old for old in set(checkpoints) - set(kept)]
+        self._pruning = delete_later([*doomed, self.folder / checkpoint_manifest.FORMAT_1_LATEST])
         return path
 
     def find_latest(self) -> str | None:
         """The name of the newest checkpoint that passes its checksum; a damaged one is reported and skipped."""
         manifest = self._manifest()
         for name in self._candidates(manifest):
-            if (problem := _problem(self.folder / name, manifest.get(name))) is None:
+            if (problem := _problem(self.folder / name, manifest.checkpoints.get(name))) is None:
                 return name
             log.warning("checkpoint %s %s: falling back to the one before it", self.folder / name, problem)
         return None
@@ -141,7 +130,7 @@ class CheckpointDir:
         if best is None:
             return None
         name = best["checkpoint"]
-        if (problem := _problem(self.folder / name, self._manifest().get(name))) is not None:
+        if (problem := _problem(self.folder / name, self._manifest().checkpoints.get(name))) is not None:
             log.warning("the best checkpoint %s %s", self.folder / name, problem)
             return None
         return name
@@ -156,7 +145,7 @@ class CheckpointDir:
         its checksum held is dropped, never returned."""
         manifest = self._manifest()
         for name in self._candidates(manifest):
-            path, expected = self.folder / name, manifest.get(name)
+            path, expected = self.folder / name, manifest.checkpoints.get(name)
             if (problem := _presence_problem(path, expected)) is None:
                 assert expected is not None
                 with ThreadPoolExecutor(max_workers=1, thread_name_prefix="checksum") as helper:
@@ -175,45 +164,37 @@ class CheckpointDir:
             log.warning("checkpoint %s %s: falling back to the one before it", path, problem)
         return None
 
-    def _named_latest(self) -> str | None:
-        latest_file = self.folder / "latest"
-        return latest_file.read_text(errors="replace").strip() if latest_file.exists() else None
-
-    def _candidates(self, manifest: dict[str, str]) -> list[str]:
-        """`latest` first, then older complete checkpoints, newest first."""
-        latest_file = self.folder / "latest"
-        latest = self._named_latest()
-        if latest is None and manifest:  # deleted, or a save was killed just before writing it
-            log.warning("%s is missing: using the newest checkpoint in the manifest", latest_file)
-        elif latest is not None and not NAME.fullmatch(latest):
-            log.warning("%s is damaged (%r): using the newest checkpoint in the manifest", latest_file, latest[:40])
-            latest = None
-        names = sorted((n for n in manifest if latest is None or _step(n) <= _step(latest)), key=_step, reverse=True)
-        if latest is not None and latest not in names:
+    def _candidates(self, manifest: Manifest) -> list[str]:
+        """The latest first, then older complete checkpoints, newest first."""
+        if manifest.latest_problem:
+            log.warning("%s", manifest.latest_problem)
+        latest = manifest.latest
+        names = [n for n in manifest.checkpoints if latest is None or step_of(n) <= step_of(latest)]
+        names.sort(key=step_of, reverse=True)
+        if latest is not None and latest not in names:  # a format-1 `latest` ahead of its manifest: reported
             names.insert(0, latest)
         return names
 
-    def _manifest(self) -> dict[str, str]:
-        path = self.folder / "manifest.json"
-        if not path.exists():
-            return {}
+    def _manifest(self) -> Manifest:
         try:
-            manifest = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            manifest = None
-        if isinstance(manifest, dict) and all(isinstance(value, str) for value in manifest.values()):
-            return manifest
-        if self._rebuilt is None:
-            log.warning("%s is damaged: checking each checkpoint by loading it instead", path)
-            self._rebuilt = {}
-            for checkpoint in sorted(self.folder.glob("step_*.pt"), key=lambda found: _step(found.name)):
-                try:
-                    torch.load(checkpoint, map_location="cpu", weights_only=True)
-                except Exception as error:
-                    log.warning("checkpoint %s does not load (%s): skipped", checkpoint, str(error)[:80])
-                    continue
-                self._rebuilt[checkpoint.name] = checksums.of_file(checkpoint)
-        return self._rebuilt
+            return checkpoint_manifest.read(self.folder)
+        except checkpoint_manifest.Unreadable as unreadable:
+            if self._rebuilt is None:
+                path = self.folder / checkpoint_manifest.FILE
+                log.warning("%s %s: checking each checkpoint by loading it instead", path, unreadable)
+                self._rebuilt = Manifest(self._loadable_checkpoints())
+            return self._rebuilt
+
+    def _loadable_checkpoints(self) -> dict[str, str]:
+        loadable = {}
+        for checkpoint in sorted(self.folder.glob("step_*.pt"), key=lambda found: step_of(found.name)):
+            try:
+                torch.load(checkpoint, map_location="cpu", weights_only=True)
+            except Exception as error:
+                log.warning("checkpoint %s does not load (%s): skipped", checkpoint, str(error)[:80])
+                continue
+            loadable[checkpoint.name] = checksums.of_file(checkpoint)
+        return loadable
 
     def _wait_for_pruning(self) -> None:
         if self._pruning is not None:
@@ -241,8 +222,3 @@ def _presence_problem(path: Path, expected: str | None) -> str | None:
 
 def _checksum_failed(expected: str) -> str:
     return f"fails its {checksums.algorithm(expected)} checksum (the file is damaged)"
-
-
-def _step(name: str) -> int:
-    match = NAME.fullmatch(name)
-    return int(match.group(1)) if match else -1

@@ -10,7 +10,7 @@ trackers publishing its steps, status.json naming it, best.json) is the checkpoi
 once `finished()` says the write is done (core/checkpointer.py). A write that fails (a full disk) raises where
 the loop waits for it.
 
-A kill -9 during a write leaves the previous checkpoint as `latest`, as a kill during a blocking save did: the
+A kill -9 during a write leaves the previous checkpoint as the latest, as a kill during a blocking save did: the
 write in flight never reached the manifest, and the next attempt removes what it left.
 """
 

@@ -9,7 +9,7 @@ runs/<main_tag>/<run_name>/
   metrics.jsonl     one line per logged step (the jsonl tracker)
   train.log         the log of every attempt
   eval.json         what `<package> eval` measured
-  checkpoints/      step_NNNNNN.pt, manifest.json, latest, best.json
+  checkpoints/      step_NNNNNN.pt, manifest.json (their checksums and the latest), best.json
   run.lock          held by the training process (core/lock_holder.py)
   launch.json       the launch record, written by launchers only (launch/records.py); launch.lock its lease
   job.log           a local job's output (launch/local.py)
