@@ -35,10 +35,16 @@ class Stats:
 
 
 def interleaved(contenders: Mapping[str, Callable[[], float]], rounds: int, log: Callable[[str], None]) -> dict:
-    """Each contender's measurements, taken round by round in turn; a contender returns one figure per call."""
+    """Each contender's measurements, taken round by round in turn; a contender returns one figure per call.
+
+    Every other round runs the contenders in reverse order. Whoever runs right after another pays or gains from
+    what that one left (page cache, freed memory: a checkpoint loaded first took longer, whichever it was), so a
+    fixed order favoured some contender in every round. The first round runs in the order given, so a contender
+    may use what an earlier one wrote in it (a load after its save)."""
     found: dict[str, list[float]] = {name: [] for name in contenders}
     for number in range(1, rounds + 1):
-        for name, measure in contenders.items():
+        order = list(contenders.items())
+        for name, measure in order if number % 2 else reversed(order):
             found[name].append(measure())
         log(f"  round {number}/{rounds}: " + ", ".join(f"{name} {values[-1]:.4g}" for name, values in found.items()))
     return found
