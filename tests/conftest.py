@@ -29,6 +29,21 @@ def outside_the_nox_session() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def bytecode_written() -> Iterator[None]:
+    """Let the commands the tests start write bytecode, as they do on a user's machine.
+
+    Where PYTHONDONTWRITEBYTECODE is set (CI machines set it), a process in a venv whose bytecode was not compiled
+    whole compiles torch again as it imports it: every `uv run` in a project venv made by `uv run` or a plain
+    `uv sync`, which the tests start by the dozen. The project's own sessions and job script compile their venvs
+    whole (docs/decisions/0011-bytecode-compiled-once.md), and still do.
+    """
+    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    yield
+    if saved is not None:
+        os.environ["PYTHONDONTWRITEBYTECODE"] = saved
+
+
+@pytest.fixture(scope="session", autouse=True)
 def no_git_identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Run every test as a fresh machine: no global git config, so the hook's fallback identity is used."""
     empty = tmp_path_factory.mktemp("gitconfig") / "config"
