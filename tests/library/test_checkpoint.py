@@ -37,7 +37,7 @@ def test_save_writes_a_weights_only_checkpoint_then_a_manifest_that_names_it_the
     directory = saved(tmp_path, [100])
     folder = tmp_path / "checkpoints"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["latest"] == "step_000100.pt" and set(manifest["checkpoints"]) == {"step_000100.pt"}
+    assert manifest["latest"] == "step_000100.pt" and set(manifest["checksums"]) == {"step_000100.pt"}
     loaded = torch.load(folder / "step_000100.pt", weights_only=True)
     assert loaded["step"] == 100 and torch.equal(loaded["model"]["weight"], torch.full((3,), 100.0))
     assert directory.load_latest()["step"] == 100
@@ -47,7 +47,7 @@ def test_only_the_last_k_are_kept(tmp_path: Path) -> None:
     saved(tmp_path, [100, 200, 300, 400], keep_last=2)
     names = sorted(p.name for p in (tmp_path / "checkpoints").glob("*.pt"))
     assert names == ["step_000300.pt", "step_000400.pt"]
-    assert set(json.loads((tmp_path / "checkpoints" / "manifest.json").read_text())["checkpoints"]) == set(names)
+    assert set(json.loads((tmp_path / "checkpoints" / "manifest.json").read_text())["checksums"]) == set(names)
 
 
 def test_a_damaged_latest_is_reported_and_the_previous_one_used(
@@ -97,7 +97,7 @@ def test_a_save_after_a_rollback_keeps_itself_and_drops_the_abandoned_future(tmp
     (tmp_path / "checkpoints" / "step_000300.pt").write_bytes(b"damaged")
     assert directory.find_latest() == "step_000200.pt"  # the run goes back to 200 and saves at 250
     directory.save(state(250.0), 250)
-    assert sorted(json.loads((tmp_path / "checkpoints" / "manifest.json").read_text())["checkpoints"]) == [
+    assert sorted(json.loads((tmp_path / "checkpoints" / "manifest.json").read_text())["checksums"]) == [
         "step_000100.pt",
         "step_000200.pt",
         "step_000250.pt",
@@ -207,7 +207,7 @@ def test_a_damaged_manifest_falls_back_to_the_checkpoints_that_load(
     assert "manifest.json is damaged" in caplog.text
     assert (folder / "step_000100.pt").exists() and (folder / "step_000200.pt").exists()
     directory.save(state(4.0), 400)  # the next save writes a sound manifest again
-    assert sorted(json.loads((folder / "manifest.json").read_text())["checkpoints"]) == [
+    assert sorted(json.loads((folder / "manifest.json").read_text())["checksums"]) == [
         "step_000100.pt",
         "step_000200.pt",
         "step_000400.pt",
@@ -217,7 +217,7 @@ def test_a_damaged_manifest_falls_back_to_the_checkpoints_that_load(
 def as_format_1(folder: Path) -> None:
     """Rewrite a folder's manifest as earlier versions wrote it: flat, its latest named in a file of its own."""
     manifest = json.loads((folder / "manifest.json").read_text())
-    (folder / "manifest.json").write_text(json.dumps(manifest["checkpoints"]))
+    (folder / "manifest.json").write_text(json.dumps(manifest["checksums"]))
     (folder / "latest").write_text(manifest["latest"])
 
 

@@ -31,7 +31,7 @@ def test_the_manifest_holds_the_checksum_of_the_whole_file(tmp_path: Path) -> No
     path = directory.save(big, 100)
     checksum = "xxh3_128:" + xxhash.xxh3_128(path.read_bytes()).hexdigest()
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest == {"format": 2, "latest": path.name, "checkpoints": {path.name: checksum}}
+    assert manifest == {"format": 2, "latest": path.name, "checksums": {path.name: checksum}}
     assert not [thread for thread in threading.enumerate() if thread.name.startswith("checksum")]
 
 
@@ -52,7 +52,7 @@ def test_a_checkpoint_folder_written_before_still_loads(tmp_path: Path) -> None:
     directory.save(state(2.0), 200)  # one manifest, two algorithms: each entry names its own
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["format"] == 2 and manifest["latest"] == "step_000200.pt"
-    listed = manifest["checkpoints"]
+    listed = manifest["checksums"]
     assert len(listed["step_000100.pt"]) == 64 and listed["step_000200.pt"].startswith("xxh3_128:")
     directory.clean()  # waits for the format-1 `latest` to be deleted: the manifest names the latest now
     assert sorted(path.name for path in tmp_path.iterdir()) == ["manifest.json", "step_000100.pt", "step_000200.pt"]

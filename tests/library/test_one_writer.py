@@ -45,7 +45,7 @@ def test_three_processes_on_one_config_train_it_once(
     assert steps == list(range(1, 41))  # every step once, in order
     folder = run_dir / "checkpoints"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert sorted(path.name for path in folder.glob("step_*.pt")) == sorted(manifest["checkpoints"])  # no orphans
+    assert sorted(path.name for path in folder.glob("step_*.pt")) == sorted(manifest["checksums"])  # no orphans
     assert list(folder.glob(".*")) == []  # no temporary files
 
 

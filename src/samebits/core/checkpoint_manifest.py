@@ -4,9 +4,9 @@ Format 2 is one file, so that one atomic rename makes a new checkpoint both comp
 fsyncs one small file, not two (docs/decisions/0019-latest-in-the-checkpoint-manifest.md):
 
     manifest.json   {"format": 2, "latest": "step_000300.pt",
-                     "checkpoints": {"step_000300.pt": "xxh3_128:<hex>", "step_000200.pt": ...}}
+                     "checksums": {"step_000300.pt": "xxh3_128:<hex>", "step_000200.pt": ...}}
 
-`checkpoints` also names, until the next save, the checkpoint that was the latest before: the renames of the
+`checksums` also names, until the next save, the checkpoint that was the latest before: the renames of the
 checkpoint and of the manifest share one fsync of the folder, and should a crash keep the manifest's and lose the
 checkpoint's, the run falls back to that one. With keep_last=1 its file is deleted once the save is durable, and
 its entry names a file that is no longer there until the next save drops it.
@@ -59,7 +59,7 @@ def read(folder: Path) -> Manifest:
     version = data["format"]
     if isinstance(version, int) and version > FORMAT:
         raise Unreadable(f"is in format {version}, from a newer samebits: update samebits")
-    checkpoints, latest = data.get("checkpoints"), data.get("latest")
+    checkpoints, latest = data.get("checksums"), data.get("latest")
     if version != FORMAT or not isinstance(checkpoints, dict) or not _checksums(checkpoints):
         raise Unreadable("is damaged")
     if latest not in checkpoints:
@@ -69,7 +69,7 @@ def read(folder: Path) -> Manifest:
 
 def write(folder: Path, checkpoints: dict[str, str], latest: str) -> None:
     """Write the manifest atomically and make it, and every rename in the folder before it, durable."""
-    write_json(folder / FILE, {"format": FORMAT, "latest": latest, "checkpoints": checkpoints})
+    write_json(folder / FILE, {"format": FORMAT, "latest": latest, "checksums": checkpoints})
 
 
 def step_of(name: str) -> int:
