@@ -46,13 +46,24 @@ def pins(root: Path = Path(".")) -> list[Pin]:
         checkout = root / path
         initialised = (checkout / ".git").exists()
         checked_out = _git(checkout, "rev-parse", "HEAD") if initialised else ""
-        dirty = bool(_git(checkout, "status", "--porcelain")) if initialised else False
+        dirty = bool(_changes(checkout)) if initialised else False
         found.append(Pin(path, url, pinned, checked_out, dirty))
     return found
 
 
+def _changes(checkout: Path) -> list[str]:
+    """Local changes, less the bytecode Python writes next to the code it imports (core/git.py says why)."""
+    listed = _git(checkout, "status", "--porcelain", "--untracked-files=all").splitlines()
+    return [line for line in listed if not (line.startswith("?? ") and _is_bytecode(line[3:]))]
+
+
+def _is_bytecode(path: str) -> bool:
+    return "__pycache__/" in f"/{path}" or path.endswith((".pyc", ".pyo"))
+
+
 def _git(where: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, check=True).stdout.strip()
+    command = ["git", "--no-optional-locks", *args]  # a query never takes the index's lock (core/git.py)
+    return subprocess.run(command, cwd=where, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def main() -> None:

@@ -129,8 +129,9 @@ def git_state(root: Path) -> dict[str, Any]:
     """Commit, branch, remote and dirtiness of the checkout at `root` (None values outside a git checkout)."""
     if git.output(root, "rev-parse", "--is-inside-work-tree") != "true":
         return {"commit": None, "branch": None, "remote_url": None, "dirty": None, "diff_sha256": None}
-    status = git.output(root, "status", "--porcelain", "--ignore-submodules=none")
-    untracked = git.output(root, "ls-files", "--others", "--exclude-standard") if status else ""
+    status = git.changes(root)
+    listed = git.output(root, "ls-files", "--others", "--exclude-standard").splitlines() if status else []
+    untracked = "\n".join(name for name in listed if not git.is_bytecode(name))
     changes = git.diff(root) + untracked.encode() if status else b""
     return {
         "commit": git.output(root, "rev-parse", "HEAD"),
